@@ -1,0 +1,109 @@
+# tailwarden: one entry point. `make` builds, `make check` installs what the
+# tests need and runs them, `make bench` prints the benchmark tables.
+# Outputs go to .output/ (and ./tailwarden); V=1 shows the commands.
+
+OUTPUT := .output
+CLANG ?= clang
+BPFTOOL ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
+CC ?= cc
+ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
+VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUTPUT) -Ibpf -Isensing -Icontroller
+LDLIBS := -lbpf -lelf -lz -ljson-c -lm
+ifeq ($(SANITIZE),1)
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
+endif
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c
+CONTROLLER := controller/top.c controller/output.c controller/log.c
+LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(SENSING) $(CONTROLLER))
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
+TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop
+
+.PHONY: all clean check unit integration deps bench demo tests
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: tailwarden
+
+$(OUTPUT) $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/tests:
+	$(Q)mkdir -p $@
+
+$(OUTPUT)/vmlinux.h: | $(OUTPUT)
+	@test -r $(VMLINUX_BTF) || { echo "error: $(VMLINUX_BTF) missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF=y is required)" >&2; exit 1; }
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
+
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c bpf/sensor.h $(OUTPUT)/vmlinux.h | $(OUTPUT)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf -c $< -o $@
+
+$(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@
+
+$(OUTPUT)/sensing/sensor.o: $(OUTPUT)/sensor.skel.h
+
+$(OUTPUT)/%.o: %.c $(wildcard */*.h) | $(OUTPUT)/sensing $(OUTPUT)/controller
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+tailwarden: $(OUTPUT)/controller/main.o $(LIB_OBJS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+
+$(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB_OBJS) $(LDLIBS) -lcmocka -o $@
+
+$(OUTPUT)/tests/%: tests/%.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -lm -o $@
+
+$(OUTPUT)/tests/syscall_loop: tests/bench/syscall_loop.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -lm -o $@
+
+tests: tailwarden $(UNIT_TESTS) $(TEST_TOOLS)
+
+# Debian packages for building and for the real servers and clients the
+# tests drive; installed only when missing.
+PACKAGES := clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev \
+	libcmocka-dev pkg-config make python3 nginx-light redis-server redis-tools \
+	memcached wrk
+deps:
+	$(Q)scripts/install-deps $(PACKAGES)
+
+unit: $(UNIT_TESTS)
+	$(Q)for t in $(UNIT_TESTS); do $$t || exit 1; done
+
+integration: tailwarden $(TEST_TOOLS)
+	$(Q)tests/integration/run
+
+check: deps
+	$(Q)$(MAKE) --no-print-directory tests
+	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory integration
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS)
+	$(Q)tests/bench/run
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS)
+	$(Q)scripts/demo
+
+clean:
+	$(call msg,CLEAN)
+	$(Q)rm -rf $(OUTPUT) tailwarden

@@ -1,0 +1,509 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Request sensing: infer each cgroup's served requests and their latency
+ * from socket events, aggregated in the kernel. Nothing per event crosses
+ * to user space; user space reads the cumulative maps once per tick.
+ *
+ * A request on a server connection is the span from the moment its bytes
+ * reach the socket (sk_data_ready on an idle connection, or, without that
+ * tracepoint, the first successful receive) to the last send of the reply.
+ * Replies are often several sends (headers then body, chunks, sendfile in
+ * pieces), so the span stays open while the server keeps sending: the
+ * request is counted and put in the histogram at its first send, and each
+ * later send of the same reply moves it to the bucket of its new length.
+ * That way nothing has to "close" a span, and a reply is visible in the
+ * window where it started.
+ *
+ * State is keyed by the struct sock address and deleted when the socket
+ * reaches TCP_CLOSE, so a recycled address never inherits a stale start.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "sensor.h"
+
+#define AF_INET 2
+#define AF_INET6 10
+#define IPPROTO_TCP 6
+#define S_IFMT 00170000
+#define S_IFSOCK 0140000
+
+/* Load-time settings, set by user space between open and load. */
+/* A reply send more than this after the previous one is not the same reply. */
+const volatile __u64 quiet_ns = 100000000ULL;
+/* Spans longer than this are dropped and counted, never reported. */
+const volatile __u64 max_span_ns = 60000000000ULL;
+
+enum phase {
+	PH_IDLE = 0,	/* server: no request pending; client: nothing sent */
+	PH_ARRIVED = 1, /* server: request bytes queued, not yet read */
+	PH_RECV = 2,	/* server: request being read */
+	PH_REPLY = 3,	/* server: reply being sent (span open) */
+	PH_REQ = 4,	/* client: request sent, awaiting the reply */
+	PH_RESP = 5,	/* client: reply arriving */
+};
+
+struct conn {
+	__u64 start_ns;	    /* request arrival (server) or first send (client) */
+	__u64 last_send_ns; /* last send of the current reply (server) */
+	__u64 cgid;	    /* cgroup the connection is attributed to, 0 = none yet */
+	__u16 bucket;	    /* latency bucket the open reply is counted in */
+	__u8 dir;
+	__u8 phase;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 262144); /* resized by user space before load */
+	__type(key, __u64);	     /* struct sock address */
+	__type(value, struct conn);
+} tw_conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64); /* cgroup2 id */
+	__type(value, struct tw_cg_counters);
+} tw_cg_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct tw_cg_hists);
+} tw_cg_hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TW_DROP_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} tw_drops SEC(".maps");
+
+/* Zeroed templates for inserts: too big for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct tw_cg_hists);
+} tw_zero_hists SEC(".maps");
+
+static __always_inline void drop(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&tw_drops, &what);
+
+	if (v)
+		(*v)++;
+}
+
+/* Same bucket math as sensing/hist.c:hist_bucket(); keep them in step. */
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r = 0, s;
+
+	s = (v > 0xFFFFFFFFULL) << 5; v >>= s; r |= s;
+	s = (v > 0xFFFF) << 4; v >>= s; r |= s;
+	s = (v > 0xFF) << 3; v >>= s; r |= s;
+	s = (v > 0xF) << 2; v >>= s; r |= s;
+	s = (v > 0x3) << 1; v >>= s; r |= s;
+	r |= (v >> 1);
+	return r;
+}
+
+static __always_inline __u32 bucket_of(__u64 ns)
+{
+	__u32 msb, sub;
+
+	if (ns < HIST_SUB)
+		return ns;
+	msb = log2_u64(ns);
+	if (msb > HIST_MAX_LOG2)
+		return HIST_BUCKETS - 1;
+	sub = (ns >> (msb - HIST_SUB_BITS)) & (HIST_SUB - 1);
+	return (msb - HIST_SUB_BITS + 1) * HIST_SUB + sub;
+}
+
+static __always_inline struct tw_cg_counters *cg_counters(__u64 cgid)
+{
+	struct tw_cg_counters *c, zero = {};
+
+	c = bpf_map_lookup_elem(&tw_cg_counters, &cgid);
+	if (c)
+		return c;
+	/* BPF_NOEXIST: another CPU may have inserted it meanwhile; fine. */
+	if (bpf_map_update_elem(&tw_cg_counters, &cgid, &zero, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&tw_cg_counters, &cgid)) {
+		drop(TW_DROP_CGROUP_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&tw_cg_counters, &cgid);
+}
+
+static __always_inline struct tw_cg_hists *cg_hists(__u64 cgid)
+{
+	struct tw_cg_hists *h;
+	__u32 zero = 0;
+
+	h = bpf_map_lookup_elem(&tw_cg_hists, &cgid);
+	if (h)
+		return h;
+	h = bpf_map_lookup_elem(&tw_zero_hists, &zero);
+	if (!h)
+		return NULL;
+	bpf_map_update_elem(&tw_cg_hists, &cgid, h, BPF_NOEXIST);
+	h = bpf_map_lookup_elem(&tw_cg_hists, &cgid);
+	if (!h)
+		drop(TW_DROP_CGROUP_FULL);
+	return h;
+}
+
+/* Validate a span: negative or absurd spans are counted, never reported. */
+static __always_inline bool span_ok(struct tw_cg_counters *cnt, __u64 start, __u64 now)
+{
+	if (now < start) {
+		drop(TW_DROP_SPAN_NEGATIVE);
+	} else if (now - start > max_span_ns) {
+		drop(TW_DROP_SPAN_ABSURD);
+	} else {
+		return true;
+	}
+	if (cnt)
+		cnt->spans_dropped++;
+	return false;
+}
+
+static __always_inline bool is_tcp(const struct sock *sk)
+{
+	__u16 family = sk->__sk_common.skc_family;
+
+	return (family == AF_INET || family == AF_INET6) &&
+	       sk->sk_protocol == IPPROTO_TCP;
+}
+
+/*
+ * First task-context event on a connection established before we
+ * attached: decide its direction by which side spoke first here.
+ */
+static __always_inline struct conn *conn_adopt(__u64 key, __u8 dir)
+{
+	struct conn c = { .dir = dir };
+
+	if (bpf_map_update_elem(&tw_conns, &key, &c, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&tw_conns, &key)) {
+		drop(TW_DROP_CONN_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&tw_conns, &key);
+}
+
+/*
+ * Attribute the connection to the current task's cgroup on its first
+ * task-context event; later events use the current cgroup, which is the
+ * same unless the socket was passed to another cgroup's process.
+ */
+static __always_inline struct tw_cg_counters *attribute(struct conn *c)
+{
+	__u64 cgid = bpf_get_current_cgroup_id();
+	struct tw_cg_counters *cnt = cg_counters(cgid);
+
+	if (c->cgid == 0 && cnt) {
+		c->cgid = cgid;
+		if (c->dir == TW_DIR_SERVER)
+			cnt->conns_open++;
+	}
+	return cnt;
+}
+
+static __always_inline void hist_add(__u32 *h, __u32 b, __s32 n)
+{
+	if (b < HIST_BUCKETS)
+		__sync_fetch_and_add(&h[b], n);
+}
+
+static __always_inline void server_recv(struct conn *c, struct tw_cg_counters *cnt,
+					__u64 len)
+{
+	if (cnt)
+		cnt->bytes_in += len;
+	/*
+	 * Receive-stamped start: no sk_data_ready stamp (tracepoint missing,
+	 * or the data was queued before we attached). In REPLY a receive
+	 * without a stamp between also starts a new request.
+	 */
+	if (c->phase == PH_IDLE || c->phase == PH_REPLY)
+		c->start_ns = bpf_ktime_get_ns();
+	c->phase = PH_RECV;
+}
+
+static __always_inline void server_send(struct conn *c, struct tw_cg_counters *cnt,
+					__u64 len)
+{
+	struct tw_cg_hists *h;
+	__u64 now, start = c->start_ns;
+	__u32 b;
+
+	if (cnt)
+		cnt->bytes_out += len;
+	if (c->phase != PH_REPLY && c->phase != PH_ARRIVED && c->phase != PH_RECV)
+		return; /* unsolicited send (banner, push): no request */
+	now = bpf_ktime_get_ns();
+	if (c->phase == PH_REPLY && now - c->last_send_ns > quiet_ns) {
+		/* Quiet too long: this send is not part of the reply. */
+		c->phase = PH_IDLE;
+		return;
+	}
+	if (!span_ok(cnt, start, now)) {
+		c->phase = PH_IDLE;
+		return;
+	}
+	h = cg_hists(c->cgid);
+	b = bucket_of(now - start);
+	if (c->phase != PH_REPLY) {
+		/* First send of the reply: the request is counted now. */
+		if (cnt)
+			cnt->requests++;
+		if (h) {
+			hist_add(h->ttfb, b, 1);
+			hist_add(h->latency, b, 1);
+		}
+		c->bucket = b;
+		c->phase = PH_REPLY;
+	} else if (b != c->bucket && h) {
+		/* The reply goes on: its span now ends at this send. */
+		hist_add(h->latency, c->bucket, -1);
+		hist_add(h->latency, b, 1);
+		c->bucket = b;
+	}
+	c->last_send_ns = now;
+}
+
+static __always_inline void client_send(struct conn *c, struct tw_cg_counters *cnt,
+					__u64 len)
+{
+	if (cnt)
+		cnt->out_bytes_out += len;
+	if (c->phase != PH_REQ) {
+		c->start_ns = bpf_ktime_get_ns();
+		c->phase = PH_REQ;
+	}
+}
+
+/* The reply to our request arrived (sk_data_ready) or was first read. */
+static __always_inline void client_reply(struct conn *c, struct tw_cg_counters *cnt)
+{
+	struct tw_cg_hists *h;
+	__u64 now;
+
+	if (c->phase != PH_REQ)
+		return;
+	c->phase = PH_RESP;
+	now = bpf_ktime_get_ns();
+	if (!c->cgid || !span_ok(cnt, c->start_ns, now))
+		return;
+	h = cg_hists(c->cgid);
+	if (h)
+		hist_add(h->outbound, bucket_of(now - c->start_ns), 1);
+	if (cnt)
+		cnt->out_requests++;
+}
+
+static __always_inline void on_recv(__u64 key, __u64 len)
+{
+	struct tw_cg_counters *cnt;
+	struct conn *c;
+
+	c = bpf_map_lookup_elem(&tw_conns, &key);
+	if (!c)
+		c = conn_adopt(key, TW_DIR_SERVER);
+	if (!c)
+		return;
+	cnt = attribute(c);
+	if (c->dir == TW_DIR_SERVER) {
+		server_recv(c, cnt, len);
+	} else {
+		if (cnt)
+			cnt->out_bytes_in += len;
+		client_reply(c, cnt);
+	}
+}
+
+static __always_inline void on_send(__u64 key, __u64 len)
+{
+	struct tw_cg_counters *cnt;
+	struct conn *c;
+
+	c = bpf_map_lookup_elem(&tw_conns, &key);
+	if (!c)
+		c = conn_adopt(key, TW_DIR_CLIENT);
+	if (!c)
+		return;
+	cnt = attribute(c);
+	if (c->dir == TW_DIR_SERVER)
+		server_send(c, cnt, len);
+	else
+		client_send(c, cnt, len);
+}
+
+/*
+ * sock_recv_length / sock_send_length fire at the end of sock_recvmsg() /
+ * sock_sendmsg(), in the caller's task context, for every socket family
+ * and for read/recv*, write/send*, sendfile/splice and io_uring alike.
+ * ret is the byte count or -errno (EAGAIN is common: ignore it).
+ */
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(tw_sock_recv, struct sock *sk, int ret, int flags)
+{
+	if (ret <= 0 || (flags & 2 /* MSG_PEEK */) || !is_tcp(sk))
+		return 0;
+	on_recv((__u64)sk, ret);
+	return 0;
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(tw_sock_send, struct sock *sk, int ret, int flags)
+{
+	if (ret <= 0 || !is_tcp(sk))
+		return 0;
+	on_send((__u64)sk, ret);
+	return 0;
+}
+
+/*
+ * sk_data_ready fires from tcp_data_ready() when data is queued on the
+ * socket: softirq context, or the sending task's context on loopback, so
+ * the current cgroup here is NOT the receiver's. Only stamp time.
+ */
+SEC("tp_btf/sk_data_ready")
+int BPF_PROG(tw_sk_data_ready, const struct sock *sk)
+{
+	__u64 key = (__u64)sk;
+	struct tw_cg_counters *cnt;
+	struct conn *c;
+
+	c = bpf_map_lookup_elem(&tw_conns, &key);
+	if (!c)
+		return 0;
+	if (c->dir == TW_DIR_SERVER) {
+		if (c->phase == PH_IDLE || c->phase == PH_REPLY) {
+			c->start_ns = bpf_ktime_get_ns();
+			c->phase = PH_ARRIVED;
+		}
+	} else if (c->phase == PH_REQ) {
+		cnt = c->cgid ? bpf_map_lookup_elem(&tw_cg_counters, &c->cgid) : NULL;
+		client_reply(c, cnt);
+	}
+	return 0;
+}
+
+/*
+ * Connection life cycle, in softirq or task context. Established
+ * connections get their direction; closed ones lose their state so that
+ * a struct sock reused at the same address starts clean.
+ */
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	__u64 key = (__u64)sk;
+	struct tw_cg_counters *cnt;
+	struct conn *c, nc = {};
+
+	if (sk->sk_protocol != IPPROTO_TCP)
+		return 0;
+	if (newstate == TCP_ESTABLISHED &&
+	    (oldstate == TCP_SYN_RECV || oldstate == TCP_SYN_SENT)) {
+		nc.dir = oldstate == TCP_SYN_RECV ? TW_DIR_SERVER : TW_DIR_CLIENT;
+		if (bpf_map_update_elem(&tw_conns, &key, &nc, BPF_ANY))
+			drop(TW_DROP_CONN_FULL);
+		return 0;
+	}
+	if (newstate != TCP_CLOSE)
+		return 0;
+	c = bpf_map_lookup_elem(&tw_conns, &key);
+	if (!c)
+		return 0;
+	if (c->dir == TW_DIR_SERVER && c->cgid) {
+		cnt = bpf_map_lookup_elem(&tw_cg_counters, &c->cgid);
+		if (cnt)
+			cnt->conns_open--;
+	}
+	bpf_map_delete_elem(&tw_conns, &key);
+	return 0;
+}
+
+/*
+ * Fallback for kernels without the socket tracepoints (before 6.3): every
+ * syscall exit, filtered to the socket I/O syscalls, fd -> file -> socket.
+ * pt_regs at exit still hold the entry arguments (x86_64). This costs
+ * every syscall on the host, so it only loads when needed.
+ */
+#define NR_read 0
+#define NR_write 1
+#define NR_readv 19
+#define NR_writev 20
+#define NR_sendfile 40
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+
+static __always_inline struct sock *fd_to_tcp_sock(int fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file **fdarr, *file;
+	struct socket *sock;
+	struct sock *sk;
+	unsigned int max;
+	umode_t mode;
+
+	if (fd < 0)
+		return NULL;
+	max = BPF_CORE_READ(task, files, fdt, max_fds);
+	if ((unsigned int)fd >= max)
+		return NULL;
+	fdarr = BPF_CORE_READ(task, files, fdt, fd);
+	if (bpf_probe_read_kernel(&file, sizeof(file), &fdarr[fd]) || !file)
+		return NULL;
+	mode = BPF_CORE_READ(file, f_inode, i_mode);
+	if ((mode & S_IFMT) != S_IFSOCK)
+		return NULL;
+	sock = BPF_CORE_READ(file, private_data);
+	sk = BPF_CORE_READ(sock, sk);
+	if (!sk || BPF_CORE_READ(sk, sk_protocol) != IPPROTO_TCP)
+		return NULL;
+	return sk;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(tw_sys_exit, struct pt_regs *regs, long ret)
+{
+	long nr = BPF_CORE_READ(regs, orig_ax);
+	struct sock *sk;
+	bool in;
+
+	if (ret <= 0)
+		return 0;
+	switch (nr) {
+	case NR_read: case NR_readv: case NR_recvfrom: case NR_recvmsg:
+		in = true;
+		break;
+	case NR_write: case NR_writev: case NR_sendto: case NR_sendmsg: case NR_sendfile:
+		in = false;
+		break;
+	default:
+		return 0;
+	}
+	sk = fd_to_tcp_sock((int)BPF_CORE_READ(regs, di));
+	if (!sk)
+		return 0;
+	if (in)
+		on_recv((__u64)sk, ret);
+	else
+		on_send((__u64)sk, ret);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ABI shared by bpf/sensor.bpf.c and user space: map keys and values.
+ * Fixed-width __u types only; both halves must agree byte for byte.
+ */
+#ifndef TW_BPF_SENSOR_H
+#define TW_BPF_SENSOR_H
+
+/*
+ * Log-linear latency histogram over nanoseconds. Values below 16 ns get a
+ * bucket each; above, every power of two is split into 16 equal
+ * sub-buckets, so a bucket is at most 1/16 of its lower bound wide and its
+ * midpoint is within 1/32 (3.125%) of any value in it. The last bucket
+ * holds everything from 2^37 ns (137 s) up.
+ */
+#define HIST_SUB_BITS 4
+#define HIST_SUB (1 << HIST_SUB_BITS)
+#define HIST_MAX_LOG2 37
+#define HIST_BUCKETS ((HIST_MAX_LOG2 - HIST_SUB_BITS + 2) * HIST_SUB)
+
+/* Connection direction, decided when the connection is established. */
+enum tw_dir {
+	TW_DIR_SERVER = 1, /* passively opened (SYN_RECV -> ESTABLISHED) */
+	TW_DIR_CLIENT = 2, /* actively opened (SYN_SENT -> ESTABLISHED) */
+};
+
+/* Global drop counters: index into the per-CPU array map tw_drops. */
+enum tw_drop {
+	TW_DROP_SPAN_NEGATIVE, /* end before start: never reported */
+	TW_DROP_SPAN_ABSURD,   /* longer than max_span_ns: never reported */
+	TW_DROP_CONN_FULL,     /* connection table full: not tracked */
+	TW_DROP_CGROUP_FULL,   /* cgroup table full: traffic not counted */
+	TW_DROP_MAX,
+};
+
+/*
+ * Per-cgroup counters, per CPU (updated on every socket send/recv, so
+ * they must not share a cache line between CPUs). All are cumulative;
+ * user space diffs them each tick. conns_open is incremented on the CPU
+ * that attributes a connection and decremented on the CPU that closes
+ * it, so only the sum over CPUs means anything.
+ */
+struct tw_cg_counters {
+	__u64 requests;     /* served requests: reply starts */
+	__u64 bytes_in;     /* received on server-side connections */
+	__u64 bytes_out;    /* sent on server-side connections */
+	__s64 conns_open;   /* server-side connections attributed here */
+	__u64 out_requests; /* outbound (client-side) request/reply pairs */
+	__u64 out_bytes_in;
+	__u64 out_bytes_out;
+	__u64 spans_dropped; /* negative or absurd spans of this cgroup */
+};
+
+/*
+ * Per-cgroup histograms, shared by all CPUs and updated with atomic adds:
+ * touched once per request, not once per event. A latency bucket can be
+ * decremented when a reply keeps sending and its span moves to a later
+ * bucket, so user space diffs each bucket as a signed 32-bit value.
+ */
+struct tw_cg_hists {
+	__u32 latency[HIST_BUCKETS]; /* arrival -> last send of the reply */
+	__u32 ttfb[HIST_BUCKETS];    /* arrival -> first send of the reply */
+	__u32 outbound[HIST_BUCKETS]; /* our request's first send -> reply arrival */
+};
+
+#endif

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Logging to stderr. Under systemd (JOURNAL_STREAM set) each line carries
+ * an sd-daemon priority prefix ("<3>") so journald files it right; on a
+ * terminal it reads "tailwarden: message".
+ */
+#ifndef TW_LOG_H
+#define TW_LOG_H
+
+#include <syslog.h>
+
+void log_set_max_level(int level);
+/* Log at priority level (LOG_ERR ... LOG_DEBUG). Always returns 0. */
+int log_full(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Log with ": strerror(-err)" appended; returns err (a -errno) for "return log_...". */
+int log_full_errno(int level, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#define log_error(...) log_full(LOG_ERR, __VA_ARGS__)
+#define log_warning(...) log_full(LOG_WARNING, __VA_ARGS__)
+#define log_notice(...) log_full(LOG_NOTICE, __VA_ARGS__)
+#define log_info(...) log_full(LOG_INFO, __VA_ARGS__)
+#define log_debug(...) log_full(LOG_DEBUG, __VA_ARGS__)
+#define log_error_errno(err, ...) log_full_errno(LOG_ERR, err, __VA_ARGS__)
+
+#endif

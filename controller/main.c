@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tailwarden: argv dispatch only. */
+#include <stdio.h>
+#include <string.h>
+#include "commands.h"
+
+#define TW_VERSION "0.1.0"
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{ "top", cmd_top, "live per-cgroup request rate and latency inferred from the kernel" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: tailwarden COMMAND [OPTIONS]\n\n"
+		   "Infers each cgroup's request latency and throughput from kernel events\n"
+		   "with eBPF, without help from the applications.\n\nCommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\n  tailwarden COMMAND --help   options of a command\n"
+		   "  tailwarden --version\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 1;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("tailwarden %s\n", TW_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(*commands); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "tailwarden: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 1;
+}

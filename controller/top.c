@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: GPL-2.0
+/* tailwarden top: live per-cgroup QoS, as a table or JSON Lines. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "cgroup.h"
+#include "commands.h"
+#include "log.h"
+#include "output.h"
+#include "sensing.h"
+
+#define CGROUP_BASE "/sys/fs/cgroup"
+
+struct filter {
+	char rel[PATH_MAX];
+	uint64_t id;
+	bool gone;
+};
+
+struct top {
+	double interval;
+	long count;
+	bool json;
+	struct filter *filters;
+	int nfilters;
+	struct sensor_opts sopts;
+	char root[PATH_MAX];
+	struct cg_names *names;
+	struct sensor *sensor;
+};
+
+struct row {
+	struct qos_sample s;
+	const char *path;
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void help(void)
+{
+	printf("Usage: tailwarden top [OPTIONS]\n\n"
+	       "Live per-cgroup request rate and latency, inferred from socket events.\n"
+	       "A request is timed from its arrival at the server's socket to the last\n"
+	       "byte of the reply handed to the kernel. Must run as root.\n\n"
+	       "  -c, --cgroup PATH     show only this cgroup (repeatable); PATH may be\n"
+	       "                        /sys/fs/cgroup/unified/x, /sys/fs/cgroup/x or x.\n"
+	       "                        Listed cgroups are shown every interval, idle or not\n"
+	       "  -i, --interval S      seconds between refreshes (default 1, fractions ok)\n"
+	       "  -n, --count N         stop after N intervals (default: until interrupted)\n"
+	       "  -j, --json            JSON Lines: one object per cgroup per interval\n"
+	       "      --mode MODE       sensing mode: auto (default), arrival, receive, syscall\n"
+	       "      --max-conns N     connection table size (default 262144)\n"
+	       "  -h, --help            this text\n");
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= lo && v <= hi))
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_args(struct top *t, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "cgroup", required_argument, NULL, 'c' },
+		{ "interval", required_argument, NULL, 'i' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "max-conns", required_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	double v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "c:i:n:jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			t->filters = reallocarray(t->filters, t->nfilters + 1, sizeof(*t->filters));
+			if (!t->filters)
+				return log_error_errno(-ENOMEM, "Failed to parse arguments");
+			snprintf(t->filters[t->nfilters++].rel, PATH_MAX, "%s", optarg);
+			break;
+		case 'i':
+			if (parse_double(optarg, 0.05, 3600, &t->interval))
+				return log_error("--interval: '%s' is not a number of seconds between 0.05 and 3600", optarg), -EINVAL;
+			break;
+		case 'n':
+			if (parse_double(optarg, 1, 1e9, &v) || v != (long)v)
+				return log_error("--count: '%s' is not a positive whole number", optarg), -EINVAL;
+			t->count = v;
+			break;
+		case 'j':
+			t->json = true;
+			break;
+		case 'm':
+			if (sensor_mode_parse(optarg, &t->sopts.mode))
+				return log_error("--mode: '%s' is not one of auto, arrival, receive, syscall", optarg), -EINVAL;
+			break;
+		case 'C':
+			if (parse_double(optarg, 1024, 16777216, &v) || v != (long)v)
+				return log_error("--max-conns: '%s' is not a whole number between 1024 and 16777216", optarg), -EINVAL;
+			t->sopts.max_conns = v;
+			break;
+		case 'h':
+			help();
+			return 1;
+		default:
+			return log_error("try 'tailwarden top --help'"), -EINVAL;
+		}
+	}
+	if (optind < argc)
+		return log_error("unexpected argument '%s'; try 'tailwarden top --help'", argv[optind]), -EINVAL;
+	return 0;
+}
+
+static int resolve_filters(struct top *t)
+{
+	for (int i = 0; i < t->nfilters; i++) {
+		struct filter *f = &t->filters[i];
+		char arg[PATH_MAX];
+		int r;
+
+		snprintf(arg, sizeof(arg), "%s", f->rel);
+		r = cg_resolve(CGROUP_BASE, t->root, arg, f->rel, sizeof(f->rel), &f->id);
+		if (r)
+			return log_error_errno(r, "--cgroup %s: no such cgroup under %s", arg, t->root);
+	}
+	return 0;
+}
+
+static bool active(const struct qos_sample *s)
+{
+	return s->requests || s->bytes_in || s->bytes_out || s->out_requests ||
+	       s->out_bytes_in || s->out_bytes_out || s->conns_open > 0;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct row *x = a, *y = b;
+
+	if (x->s.requests != y->s.requests)
+		return x->s.requests < y->s.requests ? 1 : -1;
+	return x->s.cgroup_id < y->s.cgroup_id ? -1 : x->s.cgroup_id > y->s.cgroup_id;
+}
+
+/* A listed cgroup that was removed is reported once and dropped. */
+static void check_filter(struct top *t, struct filter *f)
+{
+	char p[2 * PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s%s", t->root, f->rel);
+	if (access(p, F_OK) && errno == ENOENT) {
+		f->gone = true;
+		log_notice("cgroup %s was removed, no longer shown", f->rel);
+	}
+}
+
+/* Rows for this window: the listed cgroups, or every active one. */
+static int collect(struct top *t, const struct sensor_snapshot *now,
+		   const struct sensor_snapshot *prev, double iv, struct row **out, size_t *n)
+{
+	size_t cap = t->nfilters ? (size_t)t->nfilters : sensor_snapshot_len(now);
+	struct row *rows = calloc(cap ? cap : 1, sizeof(*rows));
+
+	if (!rows)
+		return -ENOMEM;
+	*n = 0;
+	if (t->nfilters) {
+		for (int i = 0; i < t->nfilters; i++) {
+			struct filter *f = &t->filters[i];
+
+			if (f->gone || (check_filter(t, f), f->gone))
+				continue;
+			sensor_sample(now, prev, f->id, iv, &rows[*n].s);
+			rows[(*n)++].path = f->rel;
+		}
+	} else {
+		for (size_t i = 0; i < cap; i++) {
+			uint64_t id = sensor_snapshot_id(now, i);
+			struct row *r = &rows[*n];
+
+			sensor_sample(now, prev, id, iv, &r->s);
+			r->path = cg_names_lookup(t->names, id, 1000);
+			if (active(&r->s))
+				(*n)++;
+			else if (!r->path)
+				sensor_forget(t->sensor, id); /* removed cgroup */
+		}
+	}
+	qsort(rows, *n, sizeof(*rows), row_cmp);
+	*out = rows;
+	return 0;
+}
+
+static double now_s(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int print_window(struct top *t, const struct row *rows, size_t n,
+			const struct sensor_drops *d)
+{
+	double ts = now_s(CLOCK_REALTIME);
+
+	if (t->json) {
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *o = output_sample_json(&rows[i].s, rows[i].path, ts, d);
+
+			if (!o)
+				return -ENOMEM;
+			if (output_json_line(stdout, o))
+				return -EIO;
+		}
+	} else {
+		if (isatty(STDOUT_FILENO))
+			fputs("\033[H\033[2J", stdout);
+		else
+			fputc('\n', stdout);
+		output_table_header(stdout);
+		for (size_t i = 0; i < n; i++)
+			output_table_row(stdout, &rows[i].s, rows[i].path);
+		if (d->spans_negative + d->spans_absurd + d->conns + d->cgroups)
+			printf("dropped: %llu spans, %llu connections, %llu cgroups (tables full or spans out of bounds)\n",
+			       (unsigned long long)(d->spans_negative + d->spans_absurd),
+			       (unsigned long long)d->conns, (unsigned long long)d->cgroups);
+	}
+	return fflush(stdout) ? -EIO : 0;
+}
+
+static void sleep_until(double t)
+{
+	struct timespec ts = { .tv_sec = (time_t)t, .tv_nsec = (long)((t - (time_t)t) * 1e9) };
+
+	/* EINTR on SIGINT/SIGTERM: the caller checks stop. */
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
+static int loop(struct top *t)
+{
+	struct sensor_snapshot *prev = NULL, *now = NULL;
+	double last, next;
+	int r;
+
+	r = sensor_read(t->sensor, &prev);
+	if (r)
+		return log_error_errno(r, "Failed to read the sensor maps");
+	last = now_s(CLOCK_MONOTONIC);
+	next = last + t->interval;
+	for (long i = 0; !stop && (t->count == 0 || i < t->count); i++) {
+		struct sensor_drops d;
+		struct row *rows;
+		size_t n;
+		double at;
+
+		sleep_until(next);
+		if (stop)
+			break;
+		next += t->interval;
+		r = sensor_read(t->sensor, &now);
+		if (r)
+			break;
+		at = now_s(CLOCK_MONOTONIC);
+		sensor_drops(now, prev, &d);
+		r = collect(t, now, prev, at - last, &rows, &n);
+		if (!r) {
+			r = print_window(t, rows, n, &d);
+			free(rows);
+		}
+		sensor_snapshot_free(prev);
+		prev = now;
+		last = at;
+		if (r)
+			break;
+	}
+	sensor_snapshot_free(prev);
+	if (r == -EIO)
+		return 0; /* reader went away (top | head) */
+	return r ? log_error_errno(r, "Failed to sample") : 0;
+}
+
+static int setup(struct top *t)
+{
+	const char *why = NULL;
+	int r;
+
+	r = cg_root_find(CGROUP_BASE, t->root, sizeof(t->root));
+	if (r)
+		return log_error_errno(r, "no cgroup2 hierarchy at %s or %s/unified (cgroup ids are cgroup2 inode numbers)",
+				       CGROUP_BASE, CGROUP_BASE);
+	r = resolve_filters(t);
+	if (r)
+		return r;
+	t->names = cg_names_new(t->root);
+	if (!t->names)
+		return log_error_errno(-ENOMEM, "Failed to set up");
+	r = sensor_open(&t->sopts, &t->sensor, &why);
+	if (r)
+		return log_error("cannot start sensing: %s (%s)", why ? why : "unknown", strerror(-r)), r;
+	log_info("sensing mode: %s (%s)", sensor_mode_name(sensor_mode(t->sensor)),
+		 sensor_mode_reason(t->sensor));
+	return 0;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	struct top t = { .interval = 1, .sopts = SENSOR_OPTS_DEFAULT };
+	struct sigaction sa = { .sa_handler = on_signal };
+	int r;
+
+	r = parse_args(&t, argc, argv);
+	if (r == 0)
+		r = setup(&t);
+	if (r == 0) {
+		/* No SA_RESTART: the tick's sleep must end on a signal. */
+		sigaction(SIGINT, &sa, NULL);
+		sigaction(SIGTERM, &sa, NULL);
+		signal(SIGPIPE, SIG_IGN);
+		r = loop(&t);
+	}
+	sensor_free(t.sensor);
+	cg_names_free(t.names);
+	free(t.filters);
+	return r > 0 ? 0 : r < 0 ? 1 : 0;
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Request sensing: loads and attaches the BPF sensor, reads its cumulative
+ * per-cgroup maps, and turns two reads into per-cgroup QoS samples.
+ */
+#ifndef TW_SENSING_H
+#define TW_SENSING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "hist.h"
+
+enum sensor_mode {
+	SENSOR_MODE_AUTO,
+	SENSOR_MODE_ARRIVAL, /* sk_data_ready stamps arrival (6.7+) */
+	SENSOR_MODE_RECEIVE, /* first receive stamps start (6.3+) */
+	SENSOR_MODE_SYSCALL, /* syscall-exit fallback, receive-stamped */
+};
+
+struct sensor_opts {
+	enum sensor_mode mode;
+	uint32_t max_conns;   /* connection table size */
+	uint32_t max_cgroups; /* cgroup table size */
+	uint64_t quiet_ns;    /* a reply send after this much quiet is not the same reply */
+	uint64_t max_span_ns; /* longer spans are dropped and counted */
+};
+
+#define SENSOR_OPTS_DEFAULT                                                   \
+	{ .mode = SENSOR_MODE_AUTO, .max_conns = 262144, .max_cgroups = 4096, \
+	  .quiet_ns = 100000000ULL, .max_span_ns = 60000000000ULL }
+
+/* Global drop counters over a window. */
+struct sensor_drops {
+	uint64_t spans_negative, spans_absurd, conns, cgroups;
+};
+
+/* One cgroup's QoS over one window. */
+struct qos_sample {
+	uint64_t cgroup_id;
+	double interval_s;
+	uint64_t requests;
+	uint64_t bytes_in, bytes_out;
+	int64_t conns_open;
+	uint64_t out_requests, out_bytes_in, out_bytes_out;
+	uint64_t spans_dropped;
+	struct hist latency, ttfb, outbound;
+};
+
+struct sensor;
+struct sensor_snapshot;
+
+/* Parse "auto", "arrival", "receive", "syscall". 0 or -EINVAL. */
+int sensor_mode_parse(const char *s, enum sensor_mode *mode);
+const char *sensor_mode_name(enum sensor_mode mode);
+
+/*
+ * Probe the kernel, load and attach. 0 or -errno; on error *why says
+ * which feature is missing (static string). -EPERM when not privileged.
+ */
+int sensor_open(const struct sensor_opts *opts, struct sensor **out, const char **why);
+void sensor_free(struct sensor *s);
+/* The mode that runs, and in words why it was chosen. */
+enum sensor_mode sensor_mode(const struct sensor *s);
+const char *sensor_mode_reason(const struct sensor *s);
+
+/* Read the cumulative maps. 0 or -errno (-ENOMEM). */
+int sensor_read(struct sensor *s, struct sensor_snapshot **out);
+void sensor_snapshot_free(struct sensor_snapshot *snap);
+/* Number of cgroups in a snapshot, and the id of the i-th. */
+size_t sensor_snapshot_len(const struct sensor_snapshot *snap);
+
+/*
+ * Window sample of cgroup id between two snapshots (prev may be NULL or
+ * lack the cgroup: counted from zero). 0, or -ENOENT when now lacks it.
+ */
+int sensor_sample(const struct sensor_snapshot *now, const struct sensor_snapshot *prev,
+		  uint64_t id, double interval_s, struct qos_sample *out);
+uint64_t sensor_snapshot_id(const struct sensor_snapshot *snap, size_t i);
+void sensor_drops(const struct sensor_snapshot *now, const struct sensor_snapshot *prev,
+		  struct sensor_drops *d);
+
+/* Forget a cgroup that no longer exists (frees its map entries). */
+void sensor_forget(struct sensor *s, uint64_t id);
+
+#endif

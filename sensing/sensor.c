@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "sensing.h"
+#include "sensor.skel.h"
+
+struct sensor {
+	struct sensor_bpf *skel;
+	enum sensor_mode mode;
+	const char *reason;
+	int ncpus;
+};
+
+struct snap_entry {
+	uint64_t id;
+	struct tw_cg_counters c;
+	struct tw_cg_hists h;
+};
+
+struct sensor_snapshot {
+	size_t n;
+	uint64_t drops[TW_DROP_MAX];
+	struct snap_entry *v;
+};
+
+static const char *const mode_names[] = {
+	[SENSOR_MODE_AUTO] = "auto",
+	[SENSOR_MODE_ARRIVAL] = "arrival",
+	[SENSOR_MODE_RECEIVE] = "receive",
+	[SENSOR_MODE_SYSCALL] = "syscall",
+};
+
+int sensor_mode_parse(const char *s, enum sensor_mode *mode)
+{
+	for (size_t i = 0; i < sizeof(mode_names) / sizeof(*mode_names); i++) {
+		if (!strcmp(s, mode_names[i])) {
+			*mode = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *sensor_mode_name(enum sensor_mode mode)
+{
+	return mode_names[mode];
+}
+
+static bool has_tracepoint(const struct btf *btf, const char *name)
+{
+	char type[128];
+
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	return btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) >= 0;
+}
+
+/* Pick the best mode this kernel supports, or check the requested one. */
+static int choose_mode(const struct btf *btf, enum sensor_mode want,
+		       enum sensor_mode *mode, const char **why)
+{
+	bool sock = has_tracepoint(btf, "sock_recv_length") &&
+		    has_tracepoint(btf, "sock_send_length");
+	bool ready = has_tracepoint(btf, "sk_data_ready");
+	bool sys = has_tracepoint(btf, "sys_exit");
+
+	if (!has_tracepoint(btf, "inet_sock_set_state")) {
+		*why = "kernel has no inet_sock_set_state tracepoint (4.16+): connections cannot be tracked";
+		return -EOPNOTSUPP;
+	}
+	if (want == SENSOR_MODE_AUTO)
+		want = ready && sock ? SENSOR_MODE_ARRIVAL : sock ? SENSOR_MODE_RECEIVE :
+			SENSOR_MODE_SYSCALL;
+	*mode = want;
+	switch (want) {
+	case SENSOR_MODE_ARRIVAL:
+		*why = ready && sock ? "arrival-stamped: spans start when request bytes reach the socket (sk_data_ready), end at the reply's last send (sock_send_length)" :
+			"mode arrival needs tracepoints sk_data_ready (6.7+) and sock_recv_length/sock_send_length (6.3+)";
+		return ready && sock ? 0 : -EOPNOTSUPP;
+	case SENSOR_MODE_RECEIVE:
+		*why = sock ? (ready ? "receive-stamped (requested): spans start at the server's first receive; time queued before it is not seen" :
+			       "receive-stamped: kernel has no sk_data_ready tracepoint (6.7+), so spans start at the server's first receive and miss time queued before it") :
+			"mode receive needs tracepoints sock_recv_length/sock_send_length (6.3+)";
+		return sock ? 0 : -EOPNOTSUPP;
+	default:
+		*why = sys ? (sock ? "syscall fallback (requested): receive-stamped spans from socket syscall exits; costs every syscall on the host" :
+			      "syscall fallback: kernel has no sock_recv_length/sock_send_length tracepoints (6.3+); receive-stamped spans from socket syscall exits, at a cost to every syscall") :
+			"kernel has neither the socket tracepoints (6.3+) nor the sys_exit tracepoint";
+		return sys ? 0 : -EOPNOTSUPP;
+	}
+}
+
+static int probe(enum sensor_mode want, enum sensor_mode *mode, const char **why)
+{
+	struct btf *btf;
+	int r;
+
+	if (geteuid() != 0) {
+		*why = "must run as root (loading BPF tracing programs needs CAP_BPF and CAP_PERFMON)";
+		return -EPERM;
+	}
+	btf = btf__load_vmlinux_btf();
+	if (!btf) {
+		*why = "kernel BTF is missing (/sys/kernel/btf/vmlinux; needs CONFIG_DEBUG_INFO_BTF=y)";
+		return -ENOENT;
+	}
+	r = choose_mode(btf, want, mode, why);
+	btf__free(btf);
+	return r;
+}
+
+static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum sensor_mode mode)
+{
+	int r;
+
+	skel->rodata->quiet_ns = o->quiet_ns;
+	skel->rodata->max_span_ns = o->max_span_ns;
+	r = bpf_map__set_max_entries(skel->maps.tw_conns, o->max_conns);
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.tw_cg_counters, o->max_cgroups);
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.tw_cg_hists, o->max_cgroups);
+	if (r)
+		return r;
+	bpf_program__set_autoload(skel->progs.tw_sk_data_ready, mode == SENSOR_MODE_ARRIVAL);
+	bpf_program__set_autoload(skel->progs.tw_sock_recv, mode != SENSOR_MODE_SYSCALL);
+	bpf_program__set_autoload(skel->progs.tw_sock_send, mode != SENSOR_MODE_SYSCALL);
+	bpf_program__set_autoload(skel->progs.tw_sys_exit, mode == SENSOR_MODE_SYSCALL);
+	return 0;
+}
+
+static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG || !getenv("TAILWARDEN_DEBUG_LIBBPF"))
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+int sensor_open(const struct sensor_opts *opts, struct sensor **out, const char **why)
+{
+	struct sensor *s;
+	int r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	libbpf_set_print(quiet_libbpf);
+	r = probe(opts->mode, &s->mode, why);
+	if (r)
+		goto fail;
+	s->reason = *why;
+	s->ncpus = libbpf_num_possible_cpus();
+	if (s->ncpus < 0) {
+		r = s->ncpus;
+		*why = "cannot count possible CPUs";
+		goto fail;
+	}
+	s->skel = sensor_bpf__open();
+	if (!s->skel) {
+		r = -errno;
+		*why = "cannot open the BPF object";
+		goto fail;
+	}
+	r = configure(s->skel, opts, s->mode);
+	if (!r)
+		r = sensor_bpf__load(s->skel);
+	if (r) {
+		*why = "the kernel refused to load the BPF sensor (TAILWARDEN_DEBUG_LIBBPF=1 shows the verifier log)";
+		goto fail;
+	}
+	r = sensor_bpf__attach(s->skel);
+	if (r) {
+		*why = "cannot attach the BPF sensor to its tracepoints";
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	sensor_free(s);
+	return r < 0 ? r : -EINVAL;
+}
+
+void sensor_free(struct sensor *s)
+{
+	if (!s)
+		return;
+	sensor_bpf__destroy(s->skel);
+	free(s);
+}
+
+enum sensor_mode sensor_mode(const struct sensor *s)
+{
+	return s->mode;
+}
+
+const char *sensor_mode_reason(const struct sensor *s)
+{
+	return s->reason;
+}
+
+void sensor_snapshot_free(struct sensor_snapshot *snap)
+{
+	if (!snap)
+		return;
+	free(snap->v);
+	free(snap);
+}
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const struct snap_entry *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Sum one cgroup's per-CPU counters. */
+static void sum_counters(const struct tw_cg_counters *pc, int ncpus, struct tw_cg_counters *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (int i = 0; i < ncpus; i++) {
+		c->requests += pc[i].requests;
+		c->bytes_in += pc[i].bytes_in;
+		c->bytes_out += pc[i].bytes_out;
+		c->conns_open += pc[i].conns_open;
+		c->out_requests += pc[i].out_requests;
+		c->out_bytes_in += pc[i].out_bytes_in;
+		c->out_bytes_out += pc[i].out_bytes_out;
+		c->spans_dropped += pc[i].spans_dropped;
+	}
+}
+
+static int read_drops(struct sensor *s, uint64_t drops[TW_DROP_MAX])
+{
+	int fd = bpf_map__fd(s->skel->maps.tw_drops);
+	__u64 v[s->ncpus];
+
+	for (__u32 k = 0; k < TW_DROP_MAX; k++) {
+		drops[k] = 0;
+		if (bpf_map_lookup_elem(fd, &k, v))
+			return -errno;
+		for (int i = 0; i < s->ncpus; i++)
+			drops[k] += v[i];
+	}
+	return 0;
+}
+
+static int grow(struct sensor_snapshot *snap, size_t *cap)
+{
+	size_t ncap = *cap ? *cap * 2 : 64;
+	struct snap_entry *v = realloc(snap->v, ncap * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	snap->v = v;
+	*cap = ncap;
+	return 0;
+}
+
+int sensor_read(struct sensor *s, struct sensor_snapshot **out)
+{
+	int cfd = bpf_map__fd(s->skel->maps.tw_cg_counters);
+	int hfd = bpf_map__fd(s->skel->maps.tw_cg_hists);
+	struct tw_cg_counters *pc;
+	struct sensor_snapshot *snap;
+	__u64 key, *prev = NULL;
+	size_t cap = 0;
+	int r = 0;
+
+	snap = calloc(1, sizeof(*snap));
+	pc = calloc(s->ncpus, sizeof(*pc));
+	if (!snap || !pc) {
+		r = -ENOMEM;
+		goto out;
+	}
+	while (bpf_map_get_next_key(cfd, prev, &key) == 0) {
+		struct snap_entry *e;
+
+		prev = &key;
+		if (snap->n == cap && (r = grow(snap, &cap)))
+			goto out;
+		e = &snap->v[snap->n];
+		if (bpf_map_lookup_elem(cfd, &key, pc))
+			continue; /* deleted meanwhile */
+		e->id = key;
+		sum_counters(pc, s->ncpus, &e->c);
+		if (bpf_map_lookup_elem(hfd, &key, &e->h))
+			memset(&e->h, 0, sizeof(e->h));
+		snap->n++;
+	}
+	qsort(snap->v, snap->n, sizeof(*snap->v), entry_cmp);
+	r = read_drops(s, snap->drops);
+out:
+	free(pc);
+	if (r) {
+		sensor_snapshot_free(snap);
+		return r;
+	}
+	*out = snap;
+	return 0;
+}
+
+size_t sensor_snapshot_len(const struct sensor_snapshot *snap)
+{
+	return snap->n;
+}
+
+uint64_t sensor_snapshot_id(const struct sensor_snapshot *snap, size_t i)
+{
+	return snap->v[i].id;
+}
+
+static const struct snap_entry *snap_find(const struct sensor_snapshot *snap, uint64_t id)
+{
+	struct snap_entry key = { .id = id };
+
+	if (!snap || !snap->n)
+		return NULL;
+	return bsearch(&key, snap->v, snap->n, sizeof(*snap->v), entry_cmp);
+}
+
+int sensor_sample(const struct sensor_snapshot *now, const struct sensor_snapshot *prev,
+		  uint64_t id, double interval_s, struct qos_sample *out)
+{
+	const struct snap_entry *n = snap_find(now, id), *p = snap_find(prev, id);
+	static const struct snap_entry zero;
+
+	memset(out, 0, sizeof(*out));
+	out->cgroup_id = id;
+	out->interval_s = interval_s;
+	if (!n)
+		return -ENOENT;
+	if (!p)
+		p = &zero;
+	out->requests = n->c.requests - p->c.requests;
+	out->bytes_in = n->c.bytes_in - p->c.bytes_in;
+	out->bytes_out = n->c.bytes_out - p->c.bytes_out;
+	out->conns_open = n->c.conns_open;
+	out->out_requests = n->c.out_requests - p->c.out_requests;
+	out->out_bytes_in = n->c.out_bytes_in - p->c.out_bytes_in;
+	out->out_bytes_out = n->c.out_bytes_out - p->c.out_bytes_out;
+	out->spans_dropped = n->c.spans_dropped - p->c.spans_dropped;
+	hist_diff(&out->latency, n->h.latency, p->h.latency);
+	hist_diff(&out->ttfb, n->h.ttfb, p->h.ttfb);
+	hist_diff(&out->outbound, n->h.outbound, p->h.outbound);
+	return 0;
+}
+
+void sensor_drops(const struct sensor_snapshot *now, const struct sensor_snapshot *prev,
+		  struct sensor_drops *d)
+{
+	uint64_t p[TW_DROP_MAX] = { 0 };
+
+	if (prev)
+		memcpy(p, prev->drops, sizeof(p));
+	d->spans_negative = now->drops[TW_DROP_SPAN_NEGATIVE] - p[TW_DROP_SPAN_NEGATIVE];
+	d->spans_absurd = now->drops[TW_DROP_SPAN_ABSURD] - p[TW_DROP_SPAN_ABSURD];
+	d->conns = now->drops[TW_DROP_CONN_FULL] - p[TW_DROP_CONN_FULL];
+	d->cgroups = now->drops[TW_DROP_CGROUP_FULL] - p[TW_DROP_CGROUP_FULL];
+}
+
+void sensor_forget(struct sensor *s, uint64_t id)
+{
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.tw_cg_counters), &id);
+	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.tw_cg_hists), &id);
+}
