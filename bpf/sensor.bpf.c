@@ -14,8 +14,12 @@
  * That way nothing has to "close" a span, and a reply is visible in the
  * window where it started.
  *
- * State is keyed by the struct sock address and deleted when the socket
- * reaches TCP_CLOSE, so a recycled address never inherits a stale start.
+ * Connection state lives in socket-local storage (BPF_MAP_TYPE_SK_STORAGE):
+ * found from the socket in a few loads instead of a hash lookup, freed with
+ * the socket, and deleted when the socket reaches TCP_CLOSE, so a socket
+ * reusing the address never inherits a stale start. Only the syscall
+ * fallback, which cannot name the socket as a BTF pointer, keys a hash map
+ * by the struct sock address instead.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -34,6 +38,8 @@
 const volatile __u64 quiet_ns = 100000000ULL;
 /* Spans longer than this are dropped and counted, never reported. */
 const volatile __u64 max_span_ns = 60000000000ULL;
+/* Syscall fallback: connection state in tw_conns, keyed by address. */
+const volatile bool conns_by_addr = false;
 
 enum phase {
 	PH_IDLE = 0,	/* server: no request pending; client: nothing sent */
@@ -55,9 +61,17 @@ struct conn {
 };
 
 struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct conn);
+} tw_sk_conns SEC(".maps");
+
+/* Syscall fallback only; user space sizes it (1 entry in other modes). */
+struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 262144); /* resized by user space before load */
-	__type(key, __u64);	     /* struct sock address */
+	__uint(max_entries, 262144);
+	__type(key, __u64); /* struct sock address */
 	__type(value, struct conn);
 } tw_conns SEC(".maps");
 
@@ -185,14 +199,32 @@ static __always_inline bool is_tcp(const struct sock *sk)
 }
 
 /*
- * First task-context event on a connection established before we
- * attached: decide its direction by which side spoke first here.
+ * The connection's state; on the first task-context event of a connection
+ * established before we attached, create it, deciding the direction by
+ * which side spoke first here.
  */
-static __always_inline struct conn *conn_adopt(__u64 key, __u8 dir)
+static __always_inline struct conn *conn_get_sk(struct sock *sk, __u8 dir)
 {
-	struct conn c = { .dir = dir };
+	struct conn *c;
 
-	if (bpf_map_update_elem(&tw_conns, &key, &c, BPF_NOEXIST) &&
+	c = bpf_sk_storage_get(&tw_sk_conns, sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!c) {
+		drop(TW_DROP_CONN_FULL);
+		return NULL;
+	}
+	if (!c->dir)
+		c->dir = dir;
+	return c;
+}
+
+static __always_inline struct conn *conn_get_addr(__u64 key, __u8 dir)
+{
+	struct conn *c, nc = { .dir = dir };
+
+	c = bpf_map_lookup_elem(&tw_conns, &key);
+	if (c)
+		return c;
+	if (bpf_map_update_elem(&tw_conns, &key, &nc, BPF_NOEXIST) &&
 	    !bpf_map_lookup_elem(&tw_conns, &key)) {
 		drop(TW_DROP_CONN_FULL);
 		return NULL;
@@ -202,15 +234,19 @@ static __always_inline struct conn *conn_adopt(__u64 key, __u8 dir)
 
 /*
  * Attribute the connection to the current task's cgroup on its first
- * task-context event; later events use the current cgroup, which is the
- * same unless the socket was passed to another cgroup's process.
+ * task-context event; it stays there even if the socket is later passed
+ * to a process in another cgroup.
  */
 static __always_inline struct tw_cg_counters *attribute(struct conn *c)
 {
-	__u64 cgid = bpf_get_current_cgroup_id();
-	struct tw_cg_counters *cnt = cg_counters(cgid);
+	struct tw_cg_counters *cnt;
+	__u64 cgid;
 
-	if (c->cgid == 0 && cnt) {
+	if (c->cgid)
+		return bpf_map_lookup_elem(&tw_cg_counters, &c->cgid);
+	cgid = bpf_get_current_cgroup_id();
+	cnt = cg_counters(cgid);
+	if (cnt) {
 		c->cgid = cgid;
 		if (c->dir == TW_DIR_SERVER)
 			cnt->conns_open++;
@@ -311,14 +347,10 @@ static __always_inline void client_reply(struct conn *c, struct tw_cg_counters *
 		cnt->out_requests++;
 }
 
-static __always_inline void on_recv(__u64 key, __u64 len)
+static __always_inline void on_recv(struct conn *c, __u64 len)
 {
 	struct tw_cg_counters *cnt;
-	struct conn *c;
 
-	c = bpf_map_lookup_elem(&tw_conns, &key);
-	if (!c)
-		c = conn_adopt(key, TW_DIR_SERVER);
 	if (!c)
 		return;
 	cnt = attribute(c);
@@ -331,14 +363,10 @@ static __always_inline void on_recv(__u64 key, __u64 len)
 	}
 }
 
-static __always_inline void on_send(__u64 key, __u64 len)
+static __always_inline void on_send(struct conn *c, __u64 len)
 {
 	struct tw_cg_counters *cnt;
-	struct conn *c;
 
-	c = bpf_map_lookup_elem(&tw_conns, &key);
-	if (!c)
-		c = conn_adopt(key, TW_DIR_CLIENT);
 	if (!c)
 		return;
 	cnt = attribute(c);
@@ -359,7 +387,7 @@ int BPF_PROG(tw_sock_recv, struct sock *sk, int ret, int flags)
 {
 	if (ret <= 0 || (flags & 2 /* MSG_PEEK */) || !is_tcp(sk))
 		return 0;
-	on_recv((__u64)sk, ret);
+	on_recv(conn_get_sk(sk, TW_DIR_SERVER), ret);
 	return 0;
 }
 
@@ -368,7 +396,7 @@ int BPF_PROG(tw_sock_send, struct sock *sk, int ret, int flags)
 {
 	if (ret <= 0 || !is_tcp(sk))
 		return 0;
-	on_send((__u64)sk, ret);
+	on_send(conn_get_sk(sk, TW_DIR_CLIENT), ret);
 	return 0;
 }
 
@@ -380,11 +408,10 @@ int BPF_PROG(tw_sock_send, struct sock *sk, int ret, int flags)
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(tw_sk_data_ready, const struct sock *sk)
 {
-	__u64 key = (__u64)sk;
 	struct tw_cg_counters *cnt;
 	struct conn *c;
 
-	c = bpf_map_lookup_elem(&tw_conns, &key);
+	c = bpf_sk_storage_get(&tw_sk_conns, (struct sock *)sk, NULL, 0);
 	if (!c)
 		return 0;
 	if (c->dir == TW_DIR_SERVER) {
@@ -407,22 +434,27 @@ int BPF_PROG(tw_sk_data_ready, const struct sock *sk)
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int newstate)
 {
+	struct sock *s = (struct sock *)sk;
 	__u64 key = (__u64)sk;
 	struct tw_cg_counters *cnt;
-	struct conn *c, nc = {};
+	struct conn *c;
 
 	if (sk->sk_protocol != IPPROTO_TCP)
 		return 0;
 	if (newstate == TCP_ESTABLISHED &&
 	    (oldstate == TCP_SYN_RECV || oldstate == TCP_SYN_SENT)) {
-		nc.dir = oldstate == TCP_SYN_RECV ? TW_DIR_SERVER : TW_DIR_CLIENT;
-		if (bpf_map_update_elem(&tw_conns, &key, &nc, BPF_ANY))
-			drop(TW_DROP_CONN_FULL);
+		__u8 dir = oldstate == TCP_SYN_RECV ? TW_DIR_SERVER : TW_DIR_CLIENT;
+
+		c = conns_by_addr ? conn_get_addr(key, dir) :
+				    conn_get_sk(s, dir);
+		if (c)
+			*c = (struct conn){ .dir = dir };
 		return 0;
 	}
 	if (newstate != TCP_CLOSE)
 		return 0;
-	c = bpf_map_lookup_elem(&tw_conns, &key);
+	c = conns_by_addr ? bpf_map_lookup_elem(&tw_conns, &key) :
+			    bpf_sk_storage_get(&tw_sk_conns, s, NULL, 0);
 	if (!c)
 		return 0;
 	if (c->dir == TW_DIR_SERVER && c->cgid) {
@@ -430,7 +462,10 @@ int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int 
 		if (cnt)
 			cnt->conns_open--;
 	}
-	bpf_map_delete_elem(&tw_conns, &key);
+	if (conns_by_addr)
+		bpf_map_delete_elem(&tw_conns, &key);
+	else
+		bpf_sk_storage_delete(&tw_sk_conns, s);
 	return 0;
 }
 
@@ -500,9 +535,9 @@ int BPF_PROG(tw_sys_exit, struct pt_regs *regs, long ret)
 	if (!sk)
 		return 0;
 	if (in)
-		on_recv((__u64)sk, ret);
+		on_recv(conn_get_addr((__u64)sk, TW_DIR_SERVER), ret);
 	else
-		on_send((__u64)sk, ret);
+		on_send(conn_get_addr((__u64)sk, TW_DIR_CLIENT), ret);
 	return 0;
 }
 

@@ -10,8 +10,8 @@
  * Log-linear latency histogram over nanoseconds. Values below 16 ns get a
  * bucket each; above, every power of two is split into 16 equal
  * sub-buckets, so a bucket is at most 1/16 of its lower bound wide and its
- * midpoint is within 1/32 (3.125%) of any value in it. The last bucket
- * holds everything from 2^37 ns (137 s) up.
+ * midpoint is within 1/32 (3.125%) of any value in it, up to 2^38 ns
+ * (275 s); the last bucket also holds everything above.
  */
 #define HIST_SUB_BITS 4
 #define HIST_SUB (1 << HIST_SUB_BITS)

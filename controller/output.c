@@ -109,11 +109,12 @@ int output_json_line(FILE *f, struct json_object *obj)
 
 void output_fmt_duration(char *buf, size_t len, double ns)
 {
+	/* Switch units on the rounded value: 999.6us shows as 1.00ms. */
 	if (ns < 0)
 		snprintf(buf, len, "-");
-	else if (ns < 1e6)
+	else if (ns < 999.5e3)
 		snprintf(buf, len, "%.0fus", ns / 1e3);
-	else if (ns < 1e9)
+	else if (ns < 999.995e6)
 		snprintf(buf, len, "%.2fms", ns / 1e6);
 	else
 		snprintf(buf, len, "%.2fs", ns / 1e9);
@@ -124,7 +125,7 @@ void output_fmt_rate(char *buf, size_t len, double v)
 	static const char units[] = " KMGT";
 	int u = 0;
 
-	while (v >= 1000 && u < 4) {
+	while (v >= (u ? 999.95 : 999.5) && u < 4) {
 		v /= 1000;
 		u++;
 	}

@@ -130,7 +130,10 @@ struct cg_names *cg_names_new(const char *root)
 		free(n);
 		return NULL;
 	}
+	/* nftw drops a trailing slash; the prefix we strip must too. */
 	n->rootlen = strlen(root);
+	while (n->rootlen > 1 && n->root[n->rootlen - 1] == '/')
+		n->root[--n->rootlen] = '\0';
 	return n;
 }
 
