@@ -10,8 +10,8 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUTPUT) -Ibpf -Isensing -Icontroller
-LDLIBS := -lbpf -lelf -lz -ljson-c -lm
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUTPUT) -Ibpf -Isensing -Icontroller -Ipolicies
+LDLIBS := -lbpf -lelf -lz -ljson-c -lm -lcpupower -linih -lsystemd
 ifeq ($(SANITIZE),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
@@ -25,19 +25,21 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c
-CONTROLLER := controller/top.c controller/output.c controller/log.c
-LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(SENSING) $(CONTROLLER))
+SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c sensing/diagnosis.c sensing/contention.c
+CONTROLLER := controller/run.c controller/manager.c controller/top.c controller/output.c controller/log.c \
+	controller/knob.c controller/cpufreq.c controller/knob_state.c controller/restore.c controller/check.c
+POLICIES := policies/action.c policies/engine.c policies/policy.c policies/parse.c policies/units.c
+LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(SENSING) $(CONTROLLER) $(POLICIES))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop
 
-.PHONY: all clean check unit integration deps bench demo tests
+.PHONY: all clean check unit integration deps bench demo tests install fuzz fuzz-short
 .DELETE_ON_ERROR:
 .SECONDARY:
 
 all: tailwarden
 
-$(OUTPUT) $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/vmlinux.h: | $(OUTPUT)
@@ -54,8 +56,9 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 $(OUTPUT)/sensing/sensor.o: $(OUTPUT)/sensor.skel.h
+$(OUTPUT)/sensing/contention.o: $(OUTPUT)/contention.skel.h
 
-$(OUTPUT)/%.o: %.c $(wildcard */*.h) | $(OUTPUT)/sensing $(OUTPUT)/controller
+$(OUTPUT)/%.o: %.c $(wildcard */*.h) | $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
@@ -80,7 +83,7 @@ tests: tailwarden $(UNIT_TESTS) $(TEST_TOOLS)
 # Debian packages for building and for the real servers and clients the
 # tests drive; installed only when missing.
 PACKAGES := clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev \
-	libcmocka-dev pkg-config make python3 nginx-light redis-server redis-tools \
+	libcmocka-dev libcpupower-dev libinih-dev libsystemd-dev libclang-rt-dev pkg-config make python3 nginx-light redis-server redis-tools \
 	memcached wrk
 deps:
 	$(Q)scripts/install-deps $(PACKAGES)
@@ -88,8 +91,9 @@ deps:
 unit: $(UNIT_TESTS)
 	$(Q)for t in $(UNIT_TESTS); do $$t || exit 1; done
 
-integration: tailwarden $(TEST_TOOLS)
+integration: tailwarden $(TEST_TOOLS) $(OUTPUT)/tests/test_knob
 	$(Q)tests/integration/run
+	$(Q)tests/integration/test_knobs
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory tests
@@ -103,6 +107,36 @@ bench: deps
 demo: deps
 	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS)
 	$(Q)scripts/demo
+
+# libFuzzer over the policy and config parser (clang's sanitizer runtime:
+# libclang-rt-dev). `make fuzz FUZZ_SECONDS=600` for a real run; fuzz-short
+# is the 20 s one for `make check`. New inputs go to .output/fuzz/corpus,
+# crashes to .output/fuzz/crash-*.
+FUZZ_SECONDS ?= 600
+FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/parse.c policies/units.c
+$(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus
+	$(Q)$(CLANG) -g -O1 -std=gnu11 -Wall -Wextra -Werror -Ipolicies \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		$(FUZZ_SRCS) -linih -lm -o $@
+
+fuzz: $(OUTPUT)/fuzz/fuzz_policy
+	$(Q)cp policies/example.policy $(OUTPUT)/fuzz/corpus/example.policy
+	$(Q)cp policies/tailwarden.conf.example $(OUTPUT)/fuzz/corpus/tailwarden.conf
+	$(Q)$< -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 -print_final_stats=1 \
+		-dict=tests/fuzz/policy.dict -artifact_prefix=$(OUTPUT)/fuzz/ \
+		$(OUTPUT)/fuzz/corpus tests/fuzz/corpus
+
+fuzz-short:
+	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
+
+PREFIX ?= /usr/local
+install: tailwarden
+	install -D -m 0755 tailwarden $(DESTDIR)$(PREFIX)/sbin/tailwarden
+	install -D -m 0644 systemd/tailwarden.service $(DESTDIR)/etc/systemd/system/tailwarden.service
+	install -d -m 0755 $(DESTDIR)/etc/tailwarden/policies.d
+	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/tailwarden/README.md
 
 clean:
 	$(call msg,CLEAN)

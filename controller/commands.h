@@ -3,6 +3,9 @@
 #ifndef TW_COMMANDS_H
 #define TW_COMMANDS_H
 
+int cmd_run(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
+int cmd_check(int argc, char **argv);
 
 #endif

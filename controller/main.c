@@ -11,7 +11,10 @@ static const struct {
 	int (*fn)(int argc, char **argv);
 	const char *help;
 } commands[] = {
+	{ "run", cmd_run, "the daemon: enforce the policies (see 'run --help')" },
 	{ "top", cmd_top, "live per-cgroup request rate and latency inferred from the kernel" },
+	{ "restore", cmd_restore, "restore knobs recorded in the state file (after a crash)" },
+	{ "check", cmd_check, "validate policy and config files" },
 };
 
 static void usage(FILE *f)

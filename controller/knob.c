@@ -1,0 +1,830 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Actuators on cgroupfs (v2 cpu.max, cpu.weight, io.weight; v1
+ * cpu.cfs_quota_us/cpu.cfs_period_us, cpu.shares, blkio.bfq.weight) and on
+ * the CPU frequency (cpufreq.c). Each write reads the file, writes, and
+ * reads back; a value the kernel did not keep is -EIO. The comparison is
+ * made in the file's own units, since converting to v1 units loses
+ * precision; for the same reason knob_read() hands back the exact value
+ * last written while the file still holds it, so that the caller's
+ * "did someone else change it?" test never fires on our own rounding.
+ *
+ * Conversions (canonical units of policies/policy.h):
+ *   quota    fraction of one CPU <-> QUOTA/PERIOD µs, keeping the period
+ *            the cgroup has; INFINITY <-> "max" (v2) / -1 (v1). Quotas
+ *            below the kernel's 1 ms minimum are -ERANGE.
+ *   weight   cpu.weight 1..10000 as is (rounded to an integer); v1
+ *            cpu.shares as systemd does it (knob_weight_to_shares).
+ *   io       io.weight "default N" as is; v1 blkio.bfq.weight one to one,
+ *            saturating at 1000 (knob_io_weight_to_bfq).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "knob_freq.h"
+#include "knob.h"
+#include "log.h"
+
+/* systemd's constants (src/basic/cgroup-util.h) */
+#define CG_WEIGHT_MIN 1UL
+#define CG_WEIGHT_DEFAULT 100UL
+#define CG_WEIGHT_MAX 10000UL
+#define CG_SHARES_DEFAULT 1024UL
+#define CG_SHARES_MIN 2UL
+#define CG_SHARES_MAX 262144UL
+#define CG_BFQ_WEIGHT_MIN 1UL
+#define CG_BFQ_WEIGHT_DEFAULT 100UL
+#define CG_BFQ_WEIGHT_MAX 1000UL
+
+#define QUOTA_MIN_US 1000LL /* the kernel refuses shorter quotas */
+
+struct slot {
+	const char *why;   /* NULL when available */
+	bool v2;
+	char *file;        /* the value; v1 quota: cpu.cfs_quota_us */
+	char *period;      /* v1 quota only: cpu.cfs_period_us */
+	char *shown;       /* for logs, relative to the base */
+	bool written;      /* our last write verified; the two below valid */
+	long long wval;    /* as written, file units */
+	long long wperiod; /* the quota's period then */
+	double wcanon;     /* as asked, canonical units */
+};
+
+struct knobs {
+	struct slot s[KNOB_MAX];
+	unsigned *cpus;        /* frequency: the CPUs we act on */
+	size_t ncpus;
+	unsigned long *wkhz;   /* as written, per CPU */
+};
+
+static unsigned long clampul(unsigned long v, unsigned long lo, unsigned long hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+unsigned long knob_weight_to_shares(unsigned long weight)
+{
+	return clampul(weight * CG_SHARES_DEFAULT / CG_WEIGHT_DEFAULT, CG_SHARES_MIN, CG_SHARES_MAX);
+}
+
+unsigned long knob_shares_to_weight(unsigned long shares)
+{
+	/* 1024/100 > 1, so each integer weight has shares of its own: ceil inverts. */
+	return clampul((shares * CG_WEIGHT_DEFAULT + CG_SHARES_DEFAULT - 1) / CG_SHARES_DEFAULT,
+		       CG_WEIGHT_MIN, CG_WEIGHT_MAX);
+}
+
+/*
+ * v1 blkio.bfq.weight (1..1000, default 100) from the v2 io.weight scale
+ * (1..10000, default 100): one to one where both exist, so the default
+ * stays the default and IOWeight=10 against a default neighbour is the
+ * same 10:1 as on v2; weights above 1000 saturate. (systemd 252 converts
+ * twice on v1 and squeezes everything into 10..181, which would make a
+ * cut to 10 only a 2:1 ratio; we write the file directly, so we do not
+ * inherit that.)
+ */
+unsigned long knob_io_weight_to_bfq(unsigned long weight)
+{
+	return clampul(weight, CG_BFQ_WEIGHT_MIN, CG_BFQ_WEIGHT_MAX);
+}
+
+unsigned long knob_bfq_to_io_weight(unsigned long bfq)
+{
+	return clampul(bfq, CG_WEIGHT_MIN, CG_BFQ_WEIGHT_MAX);
+}
+
+/* ------------------------------------------------------------------ */
+/* files */
+
+static int errno_cg(int e)
+{
+	/* A removed cgroup's open files answer ENODEV. */
+	return e == ENODEV ? -ENOENT : -e;
+}
+
+/* The first line of a small file, without its newline. */
+static int read_line(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd, r = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno_cg(errno);
+	n = read(fd, buf, len - 1);
+	if (n < 0)
+		r = errno_cg(errno);
+	close(fd);
+	if (r)
+		return r;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static int write_str(const char *path, const char *s)
+{
+	ssize_t n;
+	int fd, r = 0;
+
+	/* O_TRUNC: harmless on cgroupfs, needed on the trees tests build. */
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	if (fd < 0)
+		return errno_cg(errno);
+	n = write(fd, s, strlen(s));
+	if (n < 0)
+		r = errno_cg(errno);
+	else if ((size_t)n != strlen(s))
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+static int parse_ll(const char *s, long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoll(s, &end, 10);
+	if (errno || end == s || (*end && *end != ' ' && *end != '\n'))
+		return -EBADMSG;
+	return 0;
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+static bool has_word(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' ' || p[n] == '\n'))
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------------------ */
+/* one knob in file units */
+
+/* The value in file units (quota: µs, -1 for max) and, for the quota, the period. */
+static int fread_value(const struct slot *s, enum knob_kind kind, long long *v, long long *period)
+{
+	char buf[256], *p = buf;
+	int r;
+
+	r = read_line(s->file, buf, sizeof(buf));
+	if (r)
+		return r;
+	if (kind == KNOB_CPU_QUOTA && s->v2) {
+		char *sp = strchr(buf, ' ');
+
+		if (!sp || parse_ll(sp + 1, period))
+			return -EBADMSG;
+		*sp = '\0';
+		if (!strcmp(buf, "max")) {
+			*v = -1;
+			return 0;
+		}
+		return parse_ll(buf, v);
+	}
+	if (kind == KNOB_CPU_QUOTA) {
+		char pb[64];
+
+		r = read_line(s->period, pb, sizeof(pb));
+		if (r || (r = parse_ll(pb, period)))
+			return r;
+	}
+	/* v2 io.weight, and blkio.bfq.weight on some kernels: "default N" */
+	if (!strncmp(p, "default ", 8))
+		p += 8;
+	return parse_ll(p, v);
+}
+
+/* What to write into s->file for value v (file units). */
+static void fformat(const struct slot *s, enum knob_kind kind, long long v, long long period,
+		    char *buf, size_t len)
+{
+	if (kind == KNOB_CPU_QUOTA && s->v2) {
+		if (v < 0)
+			snprintf(buf, len, "max %lld", period);
+		else
+			snprintf(buf, len, "%lld %lld", v, period);
+	} else if (kind == KNOB_IO_WEIGHT && s->v2) {
+		snprintf(buf, len, "default %lld", v);
+	} else {
+		snprintf(buf, len, "%lld", v);
+	}
+}
+
+static int to_file_units(const struct slot *s, enum knob_kind kind, double v, long long period,
+			 long long *out)
+{
+	long long w;
+
+	if (kind == KNOB_CPU_QUOTA) {
+		if (isinf(v) && v > 0) {
+			*out = -1;
+			return 0;
+		}
+		if (!isfinite(v) || v <= 0 || period <= 0 || v * period > 1e15 ||
+		    llround(v * period) < QUOTA_MIN_US)
+			return -ERANGE;
+		*out = llround(v * period);
+		return 0;
+	}
+	if (!isfinite(v))
+		return -ERANGE;
+	w = llround(v);
+	if (w < (long long)CG_WEIGHT_MIN || w > (long long)CG_WEIGHT_MAX)
+		return -ERANGE;
+	if (s->v2)
+		*out = w;
+	else if (kind == KNOB_CPU_WEIGHT)
+		*out = knob_weight_to_shares(w);
+	else
+		*out = knob_io_weight_to_bfq(w);
+	return 0;
+}
+
+static int to_canonical(const struct slot *s, enum knob_kind kind, long long v, long long period,
+			double *out)
+{
+	if (kind == KNOB_CPU_QUOTA) {
+		if (v < 0) {
+			*out = INFINITY;
+			return 0;
+		}
+		if (period <= 0)
+			return -EBADMSG;
+		*out = (double)v / period;
+		return 0;
+	}
+	if (v < 0)
+		return -EBADMSG;
+	if (s->v2)
+		*out = v;
+	else if (kind == KNOB_CPU_WEIGHT)
+		*out = knob_shares_to_weight(v);
+	else
+		*out = knob_bfq_to_io_weight(v);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* frequency */
+
+static int freq_read(struct knobs *k, double *value)
+{
+	struct slot *s = &k->s[KNOB_CPU_FREQ];
+	unsigned long min = ULONG_MAX;
+	bool ours = s->written;
+	int seen = 0;
+
+	for (size_t i = 0; i < k->ncpus; i++) {
+		unsigned long khz;
+		int r = knob_freq_get_max(k->cpus[i], &khz);
+
+		if (r == -ENOENT) /* went offline */
+			continue;
+		if (r)
+			return r;
+		seen++;
+		ours = ours && khz == k->wkhz[i];
+		if (khz < min)
+			min = khz;
+	}
+	if (!seen)
+		return -ENODEV;
+	/* The slowest CPU bounds a service spread over several. */
+	*value = ours ? s->wcanon : (double)min;
+	return 0;
+}
+
+static int freq_write(struct knobs *k, double value)
+{
+	struct slot *s = &k->s[KNOB_CPU_FREQ];
+	int r;
+
+	if (isnan(value) || value <= 0)
+		return -ERANGE;
+	s->written = false;
+	for (size_t i = 0; i < k->ncpus; i++) {
+		unsigned long lo, hi, cur, want;
+
+		if (knob_cpu_online(k->cpus[i]) != 1)
+			continue;
+		r = knob_freq_limits(k->cpus[i], &lo, &hi);
+		if (!r)
+			r = knob_freq_get_max(k->cpus[i], &cur);
+		if (r)
+			return r;
+		want = isinf(value) ? hi : clampul(llround(fmin(value, 1e12)), lo, hi);
+		r = knob_freq_set_max(k->cpus[i], want);
+		if (r)
+			return r;
+		log_debug("cpu%u scaling_max_freq: %lu -> %lu kHz", k->cpus[i], cur, want);
+		k->wkhz[i] = want;
+	}
+	s->written = true;
+	s->wcanon = value;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* opening */
+
+/*
+ * Fill a cgroupfs slot. dir: the cgroup's directory in the hierarchy that
+ * serves this knob; name: its file. *found when dir exists.
+ */
+static int slot_init(struct slot *s, const char *base, const char *dir, const char *name,
+		     const char *period, bool v2, const char *gone, const char *nofile, bool *found)
+{
+	s->v2 = v2;
+	if (asprintf(&s->file, "%s/%s", dir, name) < 0) {
+		s->file = NULL;
+		return -ENOMEM;
+	}
+	if (period && asprintf(&s->period, "%s/%s", dir, period) < 0) {
+		s->period = NULL;
+		return -ENOMEM;
+	}
+	s->shown = strdup(s->file + strlen(base) + 1);
+	if (!s->shown)
+		return -ENOMEM;
+	if (!exists(dir)) {
+		s->why = gone;
+		return 0;
+	}
+	*found = true;
+	if (!exists(s->file) || (period && !exists(s->period)))
+		s->why = nofile;
+	return 0;
+}
+
+static int open_cgroupfs(struct knobs *k, const char *base, const char *rel, const char *ctrl,
+			 bool *found)
+{
+	static const char gone[] = "cgroup does not exist",
+		nocpu[] = "cpu controller not enabled for this cgroup (cgroup.subtree_control of its parent)",
+		noio[] = "io controller not enabled for this cgroup (cgroup.subtree_control of its parent)",
+		nov1cpu[] = "cgroup not in the cgroup v1 cpu hierarchy (and no cgroup v2 cpu controller)",
+		nov1blk[] = "cgroup not in the cgroup v1 blkio hierarchy (and no cgroup v2 io controller)";
+	char v2dir[2 * PATH_MAX + 16], cpudir[2 * PATH_MAX + 16], blkdir[2 * PATH_MAX + 16];
+	struct slot *s = k->s;
+	int r;
+
+	snprintf(v2dir, sizeof(v2dir), "%s%s", base, rel);
+	snprintf(cpudir, sizeof(cpudir), "%s/cpu%s", base, rel);
+	snprintf(blkdir, sizeof(blkdir), "%s/blkio%s", base, rel);
+	/* A cgroup2 root without those controllers (hybrid hosts) still knows the cgroup. */
+	if (*ctrl && exists(v2dir))
+		*found = true;
+	if (has_word(ctrl, "cpu")) {
+		r = slot_init(&s[KNOB_CPU_QUOTA], base, v2dir, "cpu.max", NULL, true, gone, nocpu, found);
+		if (!r)
+			r = slot_init(&s[KNOB_CPU_WEIGHT], base, v2dir, "cpu.weight", NULL, true, gone,
+				      nocpu, found);
+	} else {
+		r = slot_init(&s[KNOB_CPU_QUOTA], base, cpudir, "cpu.cfs_quota_us", "cpu.cfs_period_us",
+			      false, nov1cpu, "cpu.cfs_quota_us missing: kernel without CFS bandwidth control",
+			      found);
+		if (!r)
+			r = slot_init(&s[KNOB_CPU_WEIGHT], base, cpudir, "cpu.shares", NULL, false, nov1cpu,
+				      "cpu.shares missing", found);
+	}
+	if (r)
+		return r;
+	if (has_word(ctrl, "io"))
+		return slot_init(&s[KNOB_IO_WEIGHT], base, v2dir, "io.weight", NULL, true, gone, noio, found);
+	return slot_init(&s[KNOB_IO_WEIGHT], base, blkdir, "blkio.bfq.weight", NULL, false, nov1blk,
+			 "blkio.bfq.weight missing: no BFQ I/O scheduler in this kernel", found);
+}
+
+/* The cgroup's CPUs from its cpuset, else all. */
+static int cgroup_cpus(const char *base, const char *rel, bool v2cpuset, unsigned **cpus, size_t *n)
+{
+	char buf[4096], *path;
+	int r;
+
+	if (v2cpuset)
+		r = asprintf(&path, "%s%s/cpuset.cpus.effective", base, rel);
+	else
+		r = asprintf(&path, "%s/cpuset%s/cpuset.effective_cpus", base, rel);
+	if (r < 0)
+		return -ENOMEM;
+	r = read_line(path, buf, sizeof(buf));
+	free(path);
+	if (!r && buf[0]) {
+		r = knob_cpulist_parse(buf, cpus, n);
+		if (r != -EINVAL)
+			return r;
+	}
+	return knob_cpus_all(cpus, n);
+}
+
+static int open_freq(struct knobs *k, const char *base, const char *rel, const char *ctrl)
+{
+	struct slot *s = &k->s[KNOB_CPU_FREQ];
+	char list[256];
+	int r;
+
+	r = cgroup_cpus(base, rel, has_word(ctrl, "cpuset"), &k->cpus, &k->ncpus);
+	if (r == -ENOMEM)
+		return r;
+	if (r) {
+		k->cpus = NULL;
+		k->ncpus = 0;
+	}
+	if (knob_freq_probe(k->cpus, &k->ncpus, &s->why) == 0) {
+		k->wkhz = calloc(k->ncpus, sizeof(*k->wkhz));
+		if (!k->wkhz)
+			return -ENOMEM;
+	}
+	knob_cpulist_format(k->cpus, k->ncpus, list, sizeof(list));
+	if (asprintf(&s->shown, "cpufreq/scaling_max_freq of CPUs %s", k->ncpus ? list : "(none)") < 0) {
+		s->shown = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Paths without "." or ".." components and without a trailing slash. */
+static int clean_path(const char *in, char *out, size_t len)
+{
+	size_t n = strlen(in);
+
+	while (n > 1 && in[n - 1] == '/')
+		n--;
+	if (n >= len || strstr(in, "/../") || strstr(in, "/./") ||
+	    (n >= 3 && !strncmp(in + n - 3, "/..", 3)) || (n >= 2 && !strncmp(in + n - 2, "/.", 2)))
+		return -EINVAL;
+	memcpy(out, in, n);
+	out[n] = '\0';
+	return 0;
+}
+
+int knobs_open(const char *cgroup_base, const char *rel, struct knobs **out)
+{
+	char base[PATH_MAX], r_el[PATH_MAX], ctrl[512] = "", path[PATH_MAX + 32];
+	struct knobs *k;
+	bool found = false;
+	int r;
+
+	if (!cgroup_base || !rel || rel[0] != '/' || clean_path(cgroup_base, base, sizeof(base)) ||
+	    clean_path(rel, r_el, sizeof(r_el)))
+		return -EINVAL;
+	if (!strcmp(r_el, "/"))
+		r_el[0] = '\0';
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", base);
+	/* No such file: not a cgroup2 root, v1 it is. Empty: cgroup2 without controllers. */
+	if (read_line(path, ctrl, sizeof(ctrl)) == 0 && !ctrl[0])
+		strcpy(ctrl, " ");
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	r = open_cgroupfs(k, base, r_el, ctrl, &found);
+	if (!r && !found)
+		r = -ENOENT;
+	if (!r)
+		r = open_freq(k, base, r_el, ctrl);
+	if (r) {
+		knobs_free(k);
+		return r;
+	}
+	*out = k;
+	return 0;
+}
+
+void knobs_free(struct knobs *k)
+{
+	if (!k)
+		return;
+	for (int i = 0; i < KNOB_MAX; i++) {
+		free(k->s[i].file);
+		free(k->s[i].period);
+		free(k->s[i].shown);
+	}
+	free(k->cpus);
+	free(k->wkhz);
+	free(k);
+}
+
+/* ------------------------------------------------------------------ */
+/* the API */
+
+static bool kind_ok(enum knob_kind kind)
+{
+	return (int)kind >= 0 && kind < KNOB_MAX;
+}
+
+bool knob_available(const struct knobs *k, enum knob_kind kind, const char **why)
+{
+	const char *w = !kind_ok(kind) ? "unknown knob" : k->s[kind].why;
+
+	if (why)
+		*why = w;
+	return !w;
+}
+
+const char *knob_path(const struct knobs *k, enum knob_kind kind)
+{
+	if (!kind_ok(kind) || !k->s[kind].shown)
+		return "(unknown knob)";
+	return k->s[kind].shown;
+}
+
+/* The slot of an available knob. 0, -EINVAL or -EOPNOTSUPP. */
+static int usable(struct knobs *k, enum knob_kind kind, struct slot **s)
+{
+	if (!kind_ok(kind))
+		return -EINVAL;
+	*s = &k->s[kind];
+	return (*s)->why ? -EOPNOTSUPP : 0;
+}
+
+int knob_read(struct knobs *k, enum knob_kind kind, double *value)
+{
+	struct slot *s;
+	long long v, period = 0;
+	int r;
+
+	r = usable(k, kind, &s);
+	if (r)
+		return r;
+	if (kind == KNOB_CPU_FREQ)
+		return freq_read(k, value);
+	r = fread_value(s, kind, &v, &period);
+	if (r)
+		return r;
+	if (s->written && v == s->wval && period == s->wperiod) {
+		*value = s->wcanon;
+		return 0;
+	}
+	return to_canonical(s, kind, v, period, value);
+}
+
+int knob_write(struct knobs *k, enum knob_kind kind, double value)
+{
+	struct slot *s;
+	long long cur, period = 0, want, now;
+	char buf[64];
+	int r;
+
+	r = usable(k, kind, &s);
+	if (r)
+		return r;
+	if (kind == KNOB_CPU_FREQ)
+		return freq_write(k, value);
+	r = fread_value(s, kind, &cur, &period);
+	if (r)
+		return r;
+	r = to_file_units(s, kind, value, period, &want);
+	if (r)
+		return r;
+	fformat(s, kind, want, period, buf, sizeof(buf));
+	s->written = false;
+	r = write_str(s->file, buf);
+	if (r)
+		return r;
+	r = fread_value(s, kind, &now, &period);
+	if (r)
+		return r;
+	log_debug("%s: %lld -> %lld (read back %lld)", s->shown, cur, want, now);
+	if (now != want)
+		return -EIO;
+	s->written = true;
+	s->wval = want;
+	s->wperiod = period;
+	s->wcanon = value;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* snapshots for the state file */
+
+static int snap_add_file(struct json_object *files, const char *path, const char *value)
+{
+	struct json_object *f = json_object_new_object();
+
+	if (!f || json_object_object_add(f, "path", json_object_new_string(path)) ||
+	    json_object_object_add(f, "value", json_object_new_string(value)) ||
+	    json_object_array_add(files, f)) {
+		json_object_put(f);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int snap_files(struct slot *s, enum knob_kind kind, struct json_object *snap)
+{
+	struct json_object *files = json_object_new_array();
+	long long v, period = 0;
+	char buf[64];
+	int r;
+
+	if (!files || json_object_object_add(snap, "files", files)) {
+		json_object_put(files);
+		return -ENOMEM;
+	}
+	r = fread_value(s, kind, &v, &period);
+	if (r)
+		return r;
+	/* The period first: it is never changed, and restoring it is then a no-op. */
+	if (s->period) {
+		snprintf(buf, sizeof(buf), "%lld", period);
+		r = snap_add_file(files, s->period, buf);
+		if (r)
+			return r;
+	}
+	fformat(s, kind, v, period, buf, sizeof(buf));
+	return snap_add_file(files, s->file, buf);
+}
+
+static int snap_cpus(struct knobs *k, struct json_object *snap)
+{
+	struct json_object *cpus = json_object_new_array();
+
+	if (!cpus || json_object_object_add(snap, "cpus", cpus)) {
+		json_object_put(cpus);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < k->ncpus; i++) {
+		struct json_object *c;
+		unsigned long khz;
+		int r = knob_freq_get_max(k->cpus[i], &khz);
+
+		if (r == -ENOENT)
+			continue;
+		if (r)
+			return r;
+		c = json_object_new_object();
+		if (!c || json_object_object_add(c, "cpu", json_object_new_int64(k->cpus[i])) ||
+		    json_object_object_add(c, "max_khz", json_object_new_int64(khz)) ||
+		    json_object_array_add(cpus, c)) {
+			json_object_put(c);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int knob_snapshot(struct knobs *k, enum knob_kind kind, struct json_object **out)
+{
+	struct json_object *snap;
+	struct slot *s;
+	int r;
+
+	r = usable(k, kind, &s);
+	if (r)
+		return r;
+	snap = json_object_new_object();
+	if (!snap)
+		return -ENOMEM;
+	r = kind == KNOB_CPU_FREQ ? snap_cpus(k, snap) : snap_files(s, kind, snap);
+	if (r) {
+		json_object_put(snap);
+		return r;
+	}
+	*out = snap;
+	return 0;
+}
+
+/* Only knob files below the base: a state file is not a licence to write anywhere. */
+static bool restorable_path(const char *base, const char *path)
+{
+	static const char *const names[] = {
+		"cpu.max", "cpu.weight", "io.weight", "cpu.cfs_quota_us", "cpu.cfs_period_us",
+		"cpu.shares", "blkio.bfq.weight",
+	};
+	size_t n = strlen(base);
+	const char *name = strrchr(path, '/');
+
+	if (strncmp(path, base, n) || path[n] != '/' || strstr(path, "/../") || strstr(path, "/./"))
+		return false;
+	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
+		if (!strcmp(name + 1, names[i]))
+			return true;
+	return false;
+}
+
+static void report(knob_report_fn fn, void *userdata, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void report(knob_report_fn fn, void *userdata, const char *fmt, ...)
+{
+	char line[PATH_MAX + 128];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	log_debug("%s", line);
+	if (fn)
+		fn(userdata, line);
+}
+
+static int restore_file(const char *path, const char *value, knob_report_fn fn, void *userdata)
+{
+	char cur[256], now[256];
+	int r;
+
+	r = read_line(path, cur, sizeof(cur));
+	if (r)
+		return r;
+	if (!strcmp(cur, value)) {
+		report(fn, userdata, "%s: already %s", path, value);
+		return 0;
+	}
+	r = write_str(path, value);
+	if (r)
+		return r;
+	r = read_line(path, now, sizeof(now));
+	if (r)
+		return r;
+	if (strcmp(now, value))
+		return -EIO;
+	report(fn, userdata, "%s: %s -> %s", path, cur, value);
+	return 0;
+}
+
+static int restore_cpu(unsigned cpu, unsigned long khz, knob_report_fn fn, void *userdata)
+{
+	unsigned long cur;
+	int r;
+
+	if (knob_cpu_online(cpu) != 1) {
+		report(fn, userdata, "cpu%u: offline, nothing to restore", cpu);
+		return 0;
+	}
+	r = knob_freq_get_max(cpu, &cur);
+	if (r)
+		return r;
+	if (cur == khz) {
+		report(fn, userdata, "cpu%u scaling_max_freq: already %lu kHz", cpu, khz);
+		return 0;
+	}
+	r = knob_freq_set_max(cpu, khz);
+	if (r)
+		return r;
+	report(fn, userdata, "cpu%u scaling_max_freq: %lu -> %lu kHz", cpu, cur, khz);
+	return 0;
+}
+
+int knob_snapshot_restore(const char *cgroup_base, struct json_object *snap, knob_report_fn fn,
+			  void *userdata)
+{
+	struct json_object *files, *cpus, *a, *b;
+	int r;
+
+	if (json_object_object_get_ex(snap, "cpus", &cpus)) {
+		for (size_t i = 0; i < json_object_array_length(cpus); i++) {
+			struct json_object *c = json_object_array_get_idx(cpus, i);
+			int64_t cpu, khz;
+
+			if (!json_object_object_get_ex(c, "cpu", &a) ||
+			    !json_object_object_get_ex(c, "max_khz", &b))
+				return -EBADMSG;
+			cpu = json_object_get_int64(a);
+			khz = json_object_get_int64(b);
+			if (cpu < 0 || cpu > 65535 || khz <= 0)
+				return -EBADMSG;
+			r = restore_cpu(cpu, khz, fn, userdata);
+			if (r)
+				return r;
+		}
+		return 0;
+	}
+	if (!json_object_object_get_ex(snap, "files", &files) ||
+	    !json_object_is_type(files, json_type_array))
+		return -EBADMSG;
+	for (size_t i = 0; i < json_object_array_length(files); i++) {
+		struct json_object *f = json_object_array_get_idx(files, i);
+		const char *path, *value;
+
+		if (!json_object_object_get_ex(f, "path", &a) ||
+		    !json_object_object_get_ex(f, "value", &b))
+			return -EBADMSG;
+		path = json_object_get_string(a);
+		value = json_object_get_string(b);
+		if (!path || !value || !restorable_path(cgroup_base, path))
+			return -EBADMSG;
+		r = restore_file(path, value, fn, userdata);
+		if (r)
+			return r;
+	}
+	return 0;
+}

@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The state file: the original of every knob we changed, so that whatever
+ * happens to the daemon (SIGTERM, a crash, kill -9) the host can be put
+ * back. It is rewritten atomically (temporary file, fsync, rename, fsync
+ * of the directory) before the first write of each knob, so a knob on disk
+ * changed by us always has its original on disk too. Format:
+ *
+ *   { "version": 1,
+ *     "knobs": [ { "cgroup_base": "/sys/fs/cgroup", "cgroup": "/be/hog",
+ *                  "knob": "cpu.weight", "original": 100,
+ *                  "snapshot": { "files": [ { "path": ".../cpu.shares",
+ *                                             "value": "1024" } ] } },
+ *                { ..., "knob": "cpufreq", "original": 2000000,
+ *                  "snapshot": { "cpus": [ { "cpu": 0, "max_khz": 2000000 } ] } } ] }
+ *
+ * "original" is in canonical units ("max" for no quota), for people; the
+ * snapshot is what is written back, byte for byte.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "knob.h"
+#include "log.h"
+
+#define STATE_FILE "state.json"
+#define STATE_VERSION 1
+
+struct knob_state {
+	char *dir, *path;
+	struct json_object *knobs; /* array of records */
+};
+
+static const char *str_of(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return json_object_get_string(v);
+}
+
+static int load(struct knob_state *s)
+{
+	struct json_object *root, *knobs;
+
+	if (access(s->path, F_OK) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	root = json_object_from_file(s->path);
+	if (!root)
+		return -EBADMSG;
+	if (!json_object_object_get_ex(root, "knobs", &knobs) ||
+	    !json_object_is_type(knobs, json_type_array)) {
+		json_object_put(root);
+		return -EBADMSG;
+	}
+	for (size_t i = 0; i < json_object_array_length(knobs); i++) {
+		struct json_object *e = json_object_array_get_idx(knobs, i), *snap;
+
+		if (!str_of(e, "cgroup_base") || !str_of(e, "cgroup") || !str_of(e, "knob") ||
+		    !json_object_object_get_ex(e, "snapshot", &snap)) {
+			json_object_put(root);
+			return -EBADMSG;
+		}
+	}
+	json_object_put(s->knobs);
+	s->knobs = json_object_get(knobs);
+	json_object_put(root);
+	return 0;
+}
+
+int knob_state_open(const char *dir, struct knob_state **out)
+{
+	struct knob_state *s;
+	int r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->dir = strdup(dir);
+	s->knobs = json_object_new_array();
+	if (!s->dir || !s->knobs || asprintf(&s->path, "%s/" STATE_FILE, dir) < 0) {
+		s->path = NULL;
+		knob_state_free(s);
+		return -ENOMEM;
+	}
+	r = load(s);
+	if (r) {
+		knob_state_free(s);
+		return r;
+	}
+	*out = s;
+	return 0;
+}
+
+void knob_state_free(struct knob_state *s)
+{
+	if (!s)
+		return;
+	json_object_put(s->knobs);
+	free(s->dir);
+	free(s->path);
+	free(s);
+}
+
+static int mkdir_p(const char *dir)
+{
+	char p[4096];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(p))
+		return -ENAMETOOLONG;
+	memcpy(p, dir, n + 1);
+	for (char *c = p + 1;; c++) {
+		char save = *c;
+
+		if (save != '/' && save)
+			continue;
+		*c = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*c = save;
+		if (!save)
+			return 0;
+	}
+}
+
+static int fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Put the records on disk, or remove the file when there are none. */
+static int save(struct knob_state *s)
+{
+	struct json_object *root;
+	const char *text;
+	char *tmp = NULL;
+	int fd = -1, r;
+
+	if (json_object_array_length(s->knobs) == 0) {
+		if (unlink(s->path) < 0)
+			return errno == ENOENT ? 0 : -errno;
+		return fsync_dir(s->dir);
+	}
+	r = mkdir_p(s->dir);
+	if (r)
+		return r;
+	root = json_object_new_object();
+	if (!root || json_object_object_add(root, "version", json_object_new_int(STATE_VERSION)) ||
+	    json_object_object_add(root, "knobs", json_object_get(s->knobs))) {
+		json_object_put(root);
+		return -ENOMEM;
+	}
+	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+	r = -ENOMEM;
+	if (!text || asprintf(&tmp, "%s/." STATE_FILE ".XXXXXX", s->dir) < 0) {
+		tmp = NULL;
+		goto out;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	r = write_all(fd, text, strlen(text));
+	if (!r)
+		r = write_all(fd, "\n", 1);
+	if (!r && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	fd = -1;
+	if (!r && rename(tmp, s->path) < 0)
+		r = -errno;
+	if (!r)
+		r = fsync_dir(s->dir);
+	if (r)
+		unlink(tmp);
+out:
+	free(tmp);
+	json_object_put(root);
+	return r;
+}
+
+static int find(const struct knob_state *s, const char *base, const char *rel, enum knob_kind kind)
+{
+	for (size_t i = 0; i < json_object_array_length(s->knobs); i++) {
+		struct json_object *e = json_object_array_get_idx(s->knobs, i);
+
+		if (!strcmp(str_of(e, "cgroup_base"), base) && !strcmp(str_of(e, "cgroup"), rel) &&
+		    !strcmp(str_of(e, "knob"), knob_kind_name(kind)))
+			return i;
+	}
+	return -1;
+}
+
+static struct json_object *new_record(const char *base, const char *rel, enum knob_kind kind,
+				      double original, struct json_object *snap)
+{
+	struct json_object *e = json_object_new_object();
+	char num[32];
+
+	snprintf(num, sizeof(num), "%.9g", original);
+	if (!e || json_object_object_add(e, "cgroup_base", json_object_new_string(base)) ||
+	    json_object_object_add(e, "cgroup", json_object_new_string(rel)) ||
+	    json_object_object_add(e, "knob", json_object_new_string(knob_kind_name(kind))) ||
+	    json_object_object_add(e, "original", isfinite(original) ? json_object_new_double_s(original, num)
+								       : json_object_new_string("max")) ||
+	    json_object_object_add(e, "snapshot", snap)) {
+		json_object_put(e);
+		return NULL;
+	}
+	return e;
+}
+
+int knob_state_record(struct knob_state *s, const char *cgroup_base, const char *rel,
+		      enum knob_kind kind, double original)
+{
+	struct json_object *snap = NULL, *e;
+	struct knobs *k;
+	int r;
+
+	if (find(s, cgroup_base, rel, kind) >= 0)
+		return 0;
+	r = knobs_open(cgroup_base, rel, &k);
+	if (r)
+		return r;
+	r = knob_snapshot(k, kind, &snap);
+	knobs_free(k);
+	if (r)
+		return r;
+	e = new_record(cgroup_base, rel, kind, original, snap);
+	if (!e)
+		return -ENOMEM;
+	if (json_object_array_add(s->knobs, e)) {
+		json_object_put(e);
+		return -ENOMEM;
+	}
+	r = save(s);
+	if (r) /* not on disk: not recorded, and the caller must not write */
+		json_object_array_del_idx(s->knobs, json_object_array_length(s->knobs) - 1, 1);
+	return r;
+}
+
+int knob_state_forget(struct knob_state *s, const char *cgroup_base, const char *rel,
+		      enum knob_kind kind)
+{
+	int i = find(s, cgroup_base, rel, kind);
+
+	if (i < 0)
+		return 0;
+	json_object_array_del_idx(s->knobs, i, 1);
+	return save(s);
+}
+
+static void say(knob_report_fn fn, void *userdata, struct json_object *e, const char *what)
+{
+	char line[1024];
+
+	snprintf(line, sizeof(line), "%s of %s: %s", str_of(e, "knob"), str_of(e, "cgroup"), what);
+	log_debug("%s", line);
+	if (fn)
+		fn(userdata, line);
+}
+
+int knob_state_restore_all_report(struct knob_state *s, knob_report_fn fn, void *userdata)
+{
+	struct json_object *failed = json_object_new_array();
+	int restored = 0, first = 0, r;
+
+	if (!failed)
+		return -ENOMEM;
+	for (size_t i = 0; i < json_object_array_length(s->knobs); i++) {
+		struct json_object *e = json_object_array_get_idx(s->knobs, i), *snap;
+
+		json_object_object_get_ex(e, "snapshot", &snap);
+		r = knob_snapshot_restore(str_of(e, "cgroup_base"), snap, fn, userdata);
+		if (r == -ENOENT) {
+			say(fn, userdata, e, "cgroup gone, nothing to restore");
+			r = 0;
+		}
+		if (!r) {
+			restored++;
+			continue;
+		}
+		say(fn, userdata, e, strerror(-r));
+		if (!first)
+			first = r;
+		if (json_object_array_add(failed, json_object_get(e))) {
+			json_object_put(e);
+			json_object_put(failed);
+			return -ENOMEM;
+		}
+	}
+	json_object_put(s->knobs);
+	s->knobs = failed;
+	r = save(s);
+	return first ? first : r ? r : restored;
+}
+
+int knob_state_restore_all(struct knob_state *s)
+{
+	return knob_state_restore_all_report(s, NULL, NULL);
+}

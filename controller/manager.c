@@ -1,0 +1,560 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tailwarden run: the control loop. Each tick (Period=) reads the request
+ * sensor and the contention sensor once, folds the tick into each
+ * service's window, and when a window is complete asks the engine what to
+ * change. Every decision is logged in words and in the decision log; in
+ * dry-run nothing is written, but the engine is shown the values it would
+ * have set, so its decisions are the same as in a real run.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+#include <json-c/json.h>
+#include "action.h"
+#include "cgroup.h"
+#include "diagnosis.h"
+#include "engine.h"
+#include "knob.h"
+#include "log.h"
+#include "manager.h"
+#include "sensing.h"
+
+struct service_rt {
+	const struct policy *p;
+	uint64_t cgid;		   /* 0 while the cgroup does not exist */
+	struct knobs *knobs;	   /* NULL while the cgroup does not exist */
+	struct qos_sample window;  /* ticks of the current window, merged */
+	unsigned ticks, window_ticks;
+	struct diag_state *diag;
+	struct diagnosis last_diag;
+	bool have_diag;
+	double written[KNOB_MAX];  /* last value we wrote (or would have) */
+	bool wrote[KNOB_MAX];
+	bool overridden[KNOB_MAX];
+	char verdict[160];         /* last verdict logged, to log only changes */
+};
+
+struct manager {
+	struct manager_opts o;
+	struct tw_config *cfg;
+	char root[PATH_MAX];
+	struct policy_set *set;
+	struct engine *engine;
+	struct service_rt *svc;
+	struct sensor *sensor;
+	struct sensor_snapshot *prev;
+	struct contention *cont;
+	struct contention_snapshot *cprev;
+	struct knob_state *state;
+	FILE *decisions;
+	sd_event *event;
+	uint64_t last_usec;
+	uint64_t n_decisions, n_applied, n_failed;
+};
+
+static const struct sensor_opts sensor_defaults = SENSOR_OPTS_DEFAULT;
+
+static void services_free(struct manager *m)
+{
+	for (size_t i = 0; m->svc && i < m->set->n; i++) {
+		knobs_free(m->svc[i].knobs);
+		diag_state_free(m->svc[i].diag);
+	}
+	free(m->svc);
+	m->svc = NULL;
+}
+
+/* (Re)attach a service to its cgroup; it may appear after we start. */
+static void service_bind(struct manager *m, struct service_rt *s)
+{
+	char rel[PATH_MAX];
+	int r;
+
+	if (s->knobs)
+		return;
+	r = cg_resolve(m->cfg->cgroup_base, m->root, s->p->cgroup, rel, sizeof(rel), &s->cgid);
+	if (r) {
+		s->cgid = 0;
+		return;
+	}
+	r = knobs_open(m->cfg->cgroup_base, s->p->cgroup, &s->knobs);
+	if (r) {
+		log_warning("service %s: cannot open the knobs of %s: %s, ignoring until it can",
+			    s->p->name, s->p->cgroup, strerror(-r));
+		s->knobs = NULL;
+		return;
+	}
+	log_info("service %s: cgroup %s (id %llu)", s->p->name, s->p->cgroup,
+		 (unsigned long long)s->cgid);
+}
+
+static int services_new(struct manager *m)
+{
+	double period = m->cfg->period_ns;
+
+	m->svc = calloc(m->set->n ? m->set->n : 1, sizeof(*m->svc));
+	if (!m->svc)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->set->n; i++) {
+		struct service_rt *s = &m->svc[i];
+
+		s->p = &m->set->v[i];
+		s->window_ticks = s->p->window_ns ? (unsigned)ceil(s->p->window_ns / period) : 1;
+		if (s->window_ticks < 1)
+			s->window_ticks = 1;
+		s->diag = diag_state_new();
+		if (!s->diag)
+			return -ENOMEM;
+		service_bind(m, s);
+		if (!s->knobs)
+			log_warning("service %s: cgroup %s does not exist (yet); waiting for it",
+				    s->p->name, s->p->cgroup);
+	}
+	return 0;
+}
+
+static int load_policies(struct manager *m, struct policy_set **out)
+{
+	struct policy_errors errs = { 0 };
+	int r;
+
+	r = policy_set_load(m->o.policy_paths, m->o.n_policy_paths, out, &errs);
+	if (r == -EINVAL)
+		policy_errors_print(&errs, stderr);
+	policy_errors_clear(&errs);
+	return r;
+}
+
+/* One line per decision, applied or not, in the decision log. */
+static void decision_log(struct manager *m, const struct service_rt *s,
+			 const struct action *a, bool applied, int err)
+{
+	struct json_object *o;
+	struct timespec ts;
+	char buf[32];
+
+	if (!m->decisions)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	o = json_object_new_object();
+	if (!o)
+		return;
+	snprintf(buf, sizeof(buf), "%.3f", ts.tv_sec + ts.tv_nsec / 1e9);
+	json_object_object_add(o, "ts", json_object_new_double_s(atof(buf), buf));
+	json_object_object_add(o, "service", json_object_new_string(s->p->name));
+	json_object_object_add(o, "cgroup", json_object_new_string(s->p->cgroup));
+	json_object_object_add(o, "knob", json_object_new_string(knob_kind_name(a->knob)));
+	json_object_object_add(o, "old", isfinite(a->old_value) ? json_object_new_double(a->old_value)
+							     : json_object_new_string("max"));
+	json_object_object_add(o, "new", isfinite(a->new_value) ? json_object_new_double(a->new_value)
+							     : json_object_new_string("max"));
+	json_object_object_add(o, "reason", json_object_new_string(a->reason));
+	json_object_object_add(o, "dry_run", json_object_new_boolean(m->o.dry_run));
+	json_object_object_add(o, "applied", json_object_new_boolean(applied));
+	json_object_object_add(o, "error", err ? json_object_new_string(strerror(-err)) : NULL);
+	fprintf(m->decisions, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	fflush(m->decisions);
+	json_object_put(o);
+}
+
+static void fmt_value(char *buf, size_t len, enum knob_kind k, double v)
+{
+	if (!isfinite(v))
+		snprintf(buf, len, "max");
+	else if (k == KNOB_CPU_QUOTA)
+		snprintf(buf, len, "%.0f%%", v * 100);
+	else if (k == KNOB_CPU_FREQ)
+		snprintf(buf, len, "%.0fMHz", v / 1000);
+	else
+		snprintf(buf, len, "%.0f", v);
+}
+
+static void apply(struct manager *m, const struct action *a)
+{
+	struct service_rt *s = &m->svc[a->service];
+	char o[32], n[32];
+	int r = 0;
+
+	fmt_value(o, sizeof(o), a->knob, a->old_value);
+	fmt_value(n, sizeof(n), a->knob, a->new_value);
+	m->n_decisions++;
+	if (m->o.dry_run) {
+		log_notice("dry-run: would set %s of %s: %s -> %s (%s)", knob_kind_name(a->knob),
+			   s->p->cgroup, o, n, a->reason);
+	} else {
+		r = knob_state_record(m->state, m->cfg->cgroup_base, s->p->cgroup, a->knob,
+				      a->old_value);
+		if (!r)
+			r = knob_write(s->knobs, a->knob, a->new_value);
+		if (r) {
+			m->n_failed++;
+			log_warning("failed to set %s of %s to %s: %s, ignoring",
+				    knob_path(s->knobs, a->knob), s->p->cgroup, n, strerror(-r));
+		} else {
+			m->n_applied++;
+			log_notice("%s: %s -> %s (%s)", knob_path(s->knobs, a->knob), o, n, a->reason);
+		}
+	}
+	if (!r) {
+		s->written[a->knob] = a->new_value;
+		s->wrote[a->knob] = true;
+	}
+	decision_log(m, s, a, !m->o.dry_run && !r, r);
+}
+
+static bool same_value(double a, double b)
+{
+	if (!isfinite(a) || !isfinite(b))
+		return isfinite(a) == isfinite(b);
+	return fabs(a - b) <= 1e-6 * fmax(1, fabs(b));
+}
+
+/*
+ * The knob values the engine starts from. A knob that differs from what
+ * we last wrote was changed by someone else: hands off, and reported.
+ * In dry-run the engine sees what it would have written.
+ */
+static void read_knobs(struct manager *m, struct service_rt *s, int idx, double *knob)
+{
+	for (int k = 0; k < KNOB_MAX; k++) {
+		double v;
+
+		knob[k] = NAN;
+		if (!s->knobs || s->overridden[k] || !knob_available(s->knobs, k, NULL))
+			continue;
+		if (knob_read(s->knobs, k, &v))
+			continue;
+		if (s->wrote[k] && !m->o.dry_run && !same_value(v, s->written[k])) {
+			log_warning("%s of %s was changed by someone else (we set %g, now %g); leaving it alone",
+				    knob_kind_name(k), s->p->cgroup, s->written[k], v);
+			s->overridden[k] = true;
+			knob_state_forget(m->state, m->cfg->cgroup_base, s->p->cgroup, k);
+			engine_knob_overridden(m->engine, idx, k);
+			continue;
+		}
+		knob[k] = m->o.dry_run && s->wrote[k] ? s->written[k] : v;
+	}
+}
+
+/* Fold this tick into the service's window; true when the window is complete. */
+static bool window_add(struct service_rt *s, const struct qos_sample *q)
+{
+	if (s->ticks == 0) {
+		s->window = *q;
+	} else {
+		s->window.requests += q->requests;
+		s->window.interval_s += q->interval_s;
+		hist_merge(&s->window.latency, &q->latency);
+	}
+	return ++s->ticks >= s->window_ticks;
+}
+
+static void sense_service(struct manager *m, struct service_rt *s, int idx,
+			  const struct sensor_snapshot *now, struct contention_snapshot *cnow,
+			  double iv, struct engine_input *in)
+{
+	struct qos_sample q;
+	struct contention_sample c;
+
+	/* The window figures are big: only the latest tick's are on the stack. */
+	memset(in, 0, sizeof(*in));
+	in->latency_ns = -1;
+	service_bind(m, s);
+	read_knobs(m, s, idx, in->knob);
+	if (!s->cgid)
+		return;
+	sensor_sample(now, m->prev, s->cgid, iv, &q);
+	if (m->cont && cnow &&
+	    !contention_sample(m->cont, cnow, m->cprev, s->cgid, s->p->cgroup, iv, &c)) {
+		diag_update(s->diag, &q, &c, &s->last_diag);
+		s->have_diag = true;
+		/* Sizes the first quota cut of a best-effort service with none. */
+		if (isfinite(c.cpu_usage_s) && iv > 0)
+			in->cpu_usage = c.cpu_usage_s / iv;
+	} else {
+		diag_update(s->diag, &q, NULL, &s->last_diag);
+		s->have_diag = m->cont != NULL;
+	}
+	if (!window_add(s, &q))
+		return;
+	in->have_window = true;
+	in->requests = s->window.requests;
+	in->latency_ns = hist_percentile(&s->window.latency, s->p->percentile);
+	in->diag = s->have_diag ? &s->last_diag : NULL;
+	s->ticks = 0;
+}
+
+/* Log a latency-critical service's verdict when it changes (no action is visible otherwise). */
+static void log_verdicts(struct manager *m)
+{
+	for (size_t i = 0; i < m->set->n; i++) {
+		struct service_rt *s = &m->svc[i];
+		const char *v = engine_verdict(m->engine, i);
+
+		if (s->p->klass != POLICY_LATENCY_CRITICAL || !v || !strcmp(v, s->verdict))
+			continue;
+		snprintf(s->verdict, sizeof(s->verdict), "%s", v);
+		log_info("service %s: %s", s->p->name, v);
+	}
+}
+
+/* usec: the tick's scheduled time, so windows do not drift with timer slack. */
+static int tick(struct manager *m, uint64_t usec)
+{
+	size_t nacts = m->set->n * KNOB_MAX + 1;
+	struct engine_input in[m->set->n ? m->set->n : 1];
+	struct sensor_snapshot *now = NULL;
+	struct contention_snapshot *cnow = NULL;
+	struct action acts[nacts];
+	double iv;
+	int n, r;
+
+	r = sensor_read(m->sensor, &now);
+	if (r)
+		return log_error_errno(r, "Failed to read the request sensor");
+	if (m->cont && contention_read(m->cont, &cnow))
+		cnow = NULL;
+	iv = (usec - m->last_usec) / 1e6;
+	for (size_t i = 0; i < m->set->n; i++)
+		sense_service(m, &m->svc[i], i, now, cnow, iv, &in[i]);
+	n = engine_tick(m->engine, usec * 1000, in, acts, nacts);
+	if (n < 0)
+		log_error_errno(n, "policy engine failed this tick, ignoring");
+	for (int i = 0; i < n; i++)
+		apply(m, &acts[i]);
+	log_verdicts(m);
+	sensor_snapshot_free(m->prev);
+	m->prev = now;
+	contention_snapshot_free(m->cprev);
+	m->cprev = cnow;
+	m->last_usec = usec;
+	sd_notifyf(0, "WATCHDOG=1\nSTATUS=%zu services, %llu decisions (%llu applied, %llu failed)%s",
+		   m->set->n, (unsigned long long)m->n_decisions,
+		   (unsigned long long)m->n_applied, (unsigned long long)m->n_failed,
+		   m->o.dry_run ? ", dry-run" : "");
+	return 0;
+}
+
+static int on_tick(sd_event_source *src, uint64_t usec, void *userdata)
+{
+	struct manager *m = userdata;
+	int r;
+
+	r = tick(m, usec);
+	if (r)
+		return sd_event_exit(m->event, r);
+	/* A time source fires once: re-arm it for the next tick. */
+	r = sd_event_source_set_time(src, usec + m->cfg->period_ns / 1000);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(src, SD_EVENT_ONESHOT);
+	return r;
+}
+
+/* Put back every knob we changed. 0 or the first -errno. */
+static int restore(struct manager *m)
+{
+	int r;
+
+	if (!m->state)
+		return 0;
+	r = knob_state_restore_all(m->state);
+	if (r < 0)
+		return log_error_errno(r, "Failed to restore some knobs (state file kept; run 'tailwarden restore')");
+	if (r > 0)
+		log_notice("restored %d knob(s) to their original values", r);
+	for (size_t i = 0; m->svc && i < m->set->n; i++)
+		memset(m->svc[i].wrote, 0, sizeof(m->svc[i].wrote));
+	return 0;
+}
+
+/*
+ * SIGHUP: read the policies again. An invalid set keeps the old one
+ * running. A valid one restores every knob first, so the new policies
+ * start from the original values.
+ */
+static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct manager *m = userdata;
+	struct policy_set *set;
+	struct engine *engine;
+
+	(void)src;
+	(void)si;
+	sd_notify(0, "RELOADING=1");
+	if (load_policies(m, &set)) {
+		log_error("reload: the new policy set is invalid (errors above); keeping the old one");
+		sd_notify(0, "READY=1");
+		return 0;
+	}
+	engine = engine_new(set);
+	if (!engine) {
+		policy_set_free(set);
+		log_error("reload: out of memory; keeping the old policy set");
+		sd_notify(0, "READY=1");
+		return 0;
+	}
+	restore(m);
+	services_free(m);
+	engine_free(m->engine);
+	policy_set_free(m->set);
+	m->set = set;
+	m->engine = engine;
+	if (services_new(m) < 0)
+		return sd_event_exit(m->event, -ENOMEM);
+	log_notice("reloaded: %zu service(s)", set->n);
+	sd_notify(0, "READY=1");
+	return 0;
+}
+
+static int on_exit_signal(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata)
+{
+	struct manager *m = userdata;
+
+	(void)src;
+	log_info("received %s, restoring knobs and exiting", strsignal(si->ssi_signo));
+	return sd_event_exit(m->event, 0);
+}
+
+static int open_sensors(struct manager *m)
+{
+	struct contention_opts co = { .signals = CONT_DEFAULT, .cgroup_base = m->cfg->cgroup_base,
+				      .max_cgroups = 4096 };
+	const char *why = NULL;
+	int r;
+
+	r = sensor_open(&sensor_defaults, &m->sensor, &why);
+	if (r)
+		return log_error("cannot start sensing: %s (%s)", why ? why : "unknown", strerror(-r)), r;
+	log_info("sensing mode: %s (%s)", sensor_mode_name(sensor_mode(m->sensor)),
+		 sensor_mode_reason(m->sensor));
+	if (m->o.no_contention)
+		return 0;
+	r = contention_open(&co, &m->cont, &why);
+	if (r) {
+		log_warning("contention signals unavailable: %s (%s); policies act on latency alone",
+			    why ? why : "unknown", strerror(-r));
+		m->cont = NULL;
+	} else if (*contention_missing(m->cont)) {
+		log_info("contention signals: %s", contention_missing(m->cont));
+	}
+	return 0;
+}
+
+static int open_outputs(struct manager *m)
+{
+	int r;
+
+	if (m->o.dry_run)
+		log_notice("dry-run: decisions are logged, nothing is written");
+	else if ((r = knob_state_open(m->cfg->state_dir, &m->state)))
+		return log_error_errno(r, "Failed to open the state file in %s", m->cfg->state_dir);
+	if (m->cfg->decision_log) {
+		m->decisions = fopen(m->cfg->decision_log, "ae");
+		if (!m->decisions)
+			return log_error_errno(-errno, "Failed to open the decision log %s",
+					       m->cfg->decision_log);
+	}
+	return 0;
+}
+
+int manager_new(const struct manager_opts *o, struct manager **out)
+{
+	struct manager *m = calloc(1, sizeof(*m));
+	int r;
+
+	if (!m)
+		return -ENOMEM;
+	m->o = *o;
+	m->cfg = o->cfg;
+	r = cg_root_find(m->cfg->cgroup_base, m->root, sizeof(m->root));
+	if (r) {
+		log_error_errno(r, "no cgroup2 hierarchy under %s", m->cfg->cgroup_base);
+		goto fail;
+	}
+	r = load_policies(m, &m->set);
+	if (r) {
+		log_error("refusing to start: the policy set is invalid%s",
+			  r == -EINVAL ? " (errors above)" : "");
+		goto fail;
+	}
+	m->engine = engine_new(m->set);
+	r = m->engine ? services_new(m) : -ENOMEM;
+	if (!r)
+		r = open_sensors(m);
+	if (!r)
+		r = open_outputs(m);
+	if (r)
+		goto fail;
+	*out = m;
+	return 0;
+fail:
+	manager_free(m);
+	return r;
+}
+
+int manager_run(struct manager *m)
+{
+	sigset_t mask;
+	int r, rr;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	r = sd_event_default(&m->event);
+	if (r < 0)
+		return log_error_errno(r, "Failed to create the event loop");
+	sd_event_now(m->event, CLOCK_MONOTONIC, &m->last_usec);
+	r = sensor_read(m->sensor, &m->prev);
+	if (!r && m->cont)
+		r = contention_read(m->cont, &m->cprev);
+	if (!r)
+		r = sd_event_add_time(m->event, NULL, CLOCK_MONOTONIC,
+				      m->last_usec + m->cfg->period_ns / 1000, 1000, on_tick, m);
+	if (r >= 0)
+		r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
+	if (r >= 0)
+		r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m);
+	if (r >= 0)
+		r = sd_event_add_signal(m->event, NULL, SIGHUP, on_reload, m);
+	if (r >= 0)
+		r = sd_event_set_watchdog(m->event, true);
+	if (r < 0)
+		return log_error_errno(r, "Failed to set up the event loop");
+	log_info("running: %zu service(s), period %.0f ms%s", m->set->n, m->cfg->period_ns / 1e6,
+		 m->o.dry_run ? ", dry-run" : "");
+	sd_notify(0, "READY=1");
+	r = sd_event_loop(m->event);
+	sd_notify(0, "STOPPING=1");
+	rr = restore(m);
+	return r < 0 ? r : rr;
+}
+
+void manager_free(struct manager *m)
+{
+	if (!m)
+		return;
+	services_free(m);
+	engine_free(m->engine);
+	policy_set_free(m->set);
+	sensor_snapshot_free(m->prev);
+	contention_snapshot_free(m->cprev);
+	contention_free(m->cont);
+	sensor_free(m->sensor);
+	knob_state_free(m->state);
+	if (m->decisions)
+		fclose(m->decisions);
+	sd_event_unref(m->event);
+	config_free(m->cfg);
+	free(m);
+}

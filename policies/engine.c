@@ -1,0 +1,703 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The default policy, Heracles-shaped (Lo et al., ISCA 2015), as pure
+ * functions of the windows handed in and the engine's own memory.
+ *
+ * Slack of a latency-critical (LC) service: 1 - latency / target over its
+ * window. Each window with a verdict falls in one of three bands:
+ *
+ *   slack < 0     violation: take from the best-effort (BE) services,
+ *                 multiplicatively, and give to the LC service;
+ *   0 .. 0.2      hold: nothing moves (and nothing is given back);
+ *   > 0.2         large slack: after 3 such windows in a row, give back
+ *                 additively what was taken, and lower the frequency.
+ *
+ * The gap between the bands is the hysteresis: a latency wandering around
+ * its target cuts until it holds, and never gives back, so it cannot flap.
+ * Frequency rises already below 0.05 of slack: it costs only energy.
+ *
+ * Which knob: weight first. Measured here (DESIGN.md) a quota cuts the
+ * hog's average share but not the slice a waking request waits behind; a
+ * low cpu.weight changes who runs first on wake-up and stays
+ * work-conserving. So a CPU violation halves the BE's cpu.weight down to
+ * its floor, and only when a whole window at the floor is still a
+ * violation (or the weight cannot be used) halves its cpu.max. The
+ * diagnosis routes the cut:
+ *
+ *   none (no contention sensor), cpu, or nothing stands out
+ *                      -> BE cpu.weight then cpu.max; LC cpu.weight up
+ *   memory             -> BE cpu.max (weight cannot reach memory bandwidth
+ *                         or cache pressure; a quota can)
+ *   io                 -> BE io.weight; LC io.weight up
+ *   lock, network, or the LC's own load (any resource)
+ *                      -> no neighbour is throttled; an LC's own CPU load
+ *                         may still get more cpu.max
+ *   frequency of the LC's CPUs rises whatever the diagnosis.
+ *
+ * Neighbours: every BE service of the set is a neighbour of every LC
+ * service (the simplest reading; no topology is known here). Several LC
+ * services vote: any violation cuts (the worst one is named in the
+ * reason); a give-back needs every LC service that has a verdict to be in
+ * large slack for 3 windows.
+ *
+ * Give-back returns what was taken and no more: a BE knob climbs back to
+ * the value it had when the engine first saw it (clamped into the policy
+ * range), quota first (it throttles even an idle CPU) and weight last (it
+ * is work-conserving, hence cheap to keep low).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "engine.h"
+
+#define SLACK_CUT 0.0       /* below: a violation */
+#define SLACK_FREQ_UP 0.05  /* below: LC frequency up */
+#define SLACK_GIVE 0.2      /* above: large slack */
+#define GIVE_WINDOWS 3      /* large-slack windows in a row before relaxing */
+#define CUT_FACTOR 0.5      /* a cut at most halves */
+#define RAISE_FACTOR 2.0    /* a gift to an LC service at most doubles */
+#define GIVE_FRACTION 0.1   /* a give-back at most +10% of the knob's span */
+/*
+ * Cooldowns, in windows of the LC service whose verdict drove the change,
+ * counted in time with a quarter window of tolerance: timers are late by
+ * up to their accuracy, and a window that ends 1 ms early must still count.
+ * Protect after anything: the next verdict must come from a window spent
+ * entirely at the new value. Relax after relax: 2 windows. Relax after
+ * protect (reversal): 4. Protect after relax is not delayed more than one
+ * window: a give-back that hurt is undone as soon as it is seen.
+ */
+#define COOL_PROTECT 1
+#define COOL_RELAX 2
+#define COOL_REVERSE 4
+#define DEFAULT_WINDOW_NS 1000000000ULL
+/* A verdict older than this many windows (the cgroup vanished?) no longer votes. */
+#define VERDICT_WINDOWS 3
+
+enum band { BAND_NONE, BAND_VIOLATION, BAND_HOLD, BAND_SLACK };
+enum dir { DIR_NONE, DIR_PROTECT, DIR_RELAX };
+
+/* Routes of a violation, from the diagnosis. */
+enum {
+	ROUTE_CPU = 1 << 0,     /* BE cpu.weight, then cpu.max; LC cpu.weight up */
+	ROUTE_QUOTA = 1 << 1,   /* BE cpu.max directly */
+	ROUTE_IO = 1 << 2,      /* BE io.weight; LC io.weight up */
+	ROUTE_OWN_CPU = 1 << 3, /* LC cpu.max up */
+};
+
+struct knob_mem {
+	bool seen;        /* a value was seen since the engine started */
+	bool touched;     /* we changed it: a give-back may return it */
+	bool hands_off;   /* someone else changed it */
+	double home;      /* first value seen, clamped into the policy range */
+	double max_seen;  /* ceiling of an unbounded frequency range */
+	double scale;     /* finite top of an unlimited quota's steps, NAN until cut */
+	enum dir last_dir;
+	uint64_t last_ns, last_window_ns;
+	double now;       /* value this tick (NAN: unavailable or hands off) */
+};
+
+struct service_mem {
+	enum band band;
+	unsigned streak;      /* large-slack windows in a row */
+	bool fresh;           /* a verdict this tick */
+	unsigned route;
+	double slack;
+	double usage;
+	uint64_t verdict_ns;  /* when the last verdict was given */
+	char head[112];       /* "web p99 3.41ms > target 2ms (slack -0.71)" */
+	char diag[112];       /* "diagnosis cpu/interference (runq_delay_us.p99 ×9.3)" */
+	char verdict[256];
+	struct knob_mem k[KNOB_MAX];
+};
+
+struct engine {
+	const struct policy_set *set;
+	struct service_mem *s;
+};
+
+struct tick {
+	struct engine *e;
+	uint64_t now;
+	struct action *acts;
+	size_t max, n;
+	bool overflow;
+};
+
+struct engine *engine_new(const struct policy_set *set)
+{
+	struct engine *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	e->set = set;
+	e->s = calloc(set->n ? set->n : 1, sizeof(*e->s));
+	if (!e->s) {
+		free(e);
+		return NULL;
+	}
+	for (size_t i = 0; i < set->n; i++) {
+		snprintf(e->s[i].verdict, sizeof(e->s[i].verdict), "%s",
+			 set->v[i].klass == POLICY_LATENCY_CRITICAL ? "no verdict: no complete window yet"
+								    : "best-effort: no objective");
+		e->s[i].slack = NAN;
+		for (int k = 0; k < KNOB_MAX; k++)
+			e->s[i].k[k].scale = NAN;
+	}
+	return e;
+}
+
+void engine_free(struct engine *e)
+{
+	if (!e)
+		return;
+	free(e->s);
+	free(e);
+}
+
+void engine_knob_overridden(struct engine *e, int service, enum knob_kind k)
+{
+	if (!e || service < 0 || (size_t)service >= e->set->n || k >= KNOB_MAX)
+		return;
+	e->s[service].k[k].hands_off = true;
+}
+
+double engine_slack(const struct engine *e, int service)
+{
+	if (!e || service < 0 || (size_t)service >= e->set->n)
+		return NAN;
+	return e->s[service].slack;
+}
+
+const char *engine_verdict(const struct engine *e, int service)
+{
+	if (!e || service < 0 || (size_t)service >= e->set->n)
+		return NULL;
+	return e->s[service].verdict;
+}
+
+/* Append to buf (always terminated; silently truncated). */
+static void __attribute__((format(printf, 3, 4)))
+append(char *buf, size_t len, const char *fmt, ...)
+{
+	size_t used = strnlen(buf, len);
+	va_list ap;
+
+	if (used + 1 >= len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, len - used, fmt, ap);
+	va_end(ap);
+}
+
+static void fmt_ns(char *buf, size_t len, double ns)
+{
+	buf[0] = '\0';
+	if (ns >= 1e9)
+		append(buf, len, "%.3gs", ns / 1e9);
+	else if (ns >= 1e6)
+		append(buf, len, "%.3gms", ns / 1e6);
+	else if (ns >= 1e3)
+		append(buf, len, "%.3gus", ns / 1e3);
+	else
+		append(buf, len, "%.0fns", ns);
+}
+
+static void fmt_value(char *buf, size_t len, enum knob_kind k, double v)
+{
+	buf[0] = '\0';
+	if (isinf(v))
+		append(buf, len, "max");
+	else if (k == KNOB_CPU_QUOTA)
+		append(buf, len, "%.4g%%", v * 100);
+	else if (k == KNOB_CPU_FREQ)
+		append(buf, len, "%.0fMHz", v / 1000);
+	else
+		append(buf, len, "%.0f", v);
+}
+
+static const struct policy_range *range_of(const struct policy *p, enum knob_kind k)
+{
+	switch (k) {
+	case KNOB_CPU_QUOTA:
+		return &p->cpu_quota;
+	case KNOB_CPU_WEIGHT:
+		return &p->cpu_weight;
+	case KNOB_IO_WEIGHT:
+		return &p->io_weight;
+	case KNOB_CPU_FREQ:
+		return &p->cpu_freq_khz;
+	default:
+		return NULL;
+	}
+}
+
+/* Smallest step worth writing: one unit of the knob's file. */
+static double knob_unit(enum knob_kind k)
+{
+	return k == KNOB_CPU_QUOTA ? 0.001 : 1;
+}
+
+/*
+ * Round v to the knob's unit, towards from: rounding never makes a step
+ * larger than the rule allows (a cut never more than halves).
+ */
+static double round_toward(enum knob_kind k, double v, double from)
+{
+	double u = knob_unit(k);
+
+	if (!isfinite(v))
+		return v;
+	return (v < from ? ceil(v / u - 1e-6) : floor(v / u + 1e-6)) * u;
+}
+
+static double clamp_range(const struct policy_range *r, double v)
+{
+	return fmin(fmax(v, r->lo), r->hi);
+}
+
+/* Is the knob ours to move this tick? */
+static bool movable(const struct engine *e, size_t i, enum knob_kind k)
+{
+	const struct policy_range *r = range_of(&e->set->v[i], k);
+	const struct knob_mem *m = &e->s[i].k[k];
+
+	return r && r->set && !m->hands_off && !isnan(m->now);
+}
+
+static bool cooled(const struct knob_mem *m, enum dir d, uint64_t now)
+{
+	unsigned n;
+
+	if (m->last_dir == DIR_NONE)
+		return true;
+	if (d == DIR_PROTECT)
+		n = COOL_PROTECT;
+	else
+		n = m->last_dir == DIR_RELAX ? COOL_RELAX : COOL_REVERSE;
+	return now + m->last_window_ns / 4 >= m->last_ns + n * m->last_window_ns;
+}
+
+static uint64_t window_of(const struct policy *p)
+{
+	return p->window_ns ? p->window_ns : DEFAULT_WINDOW_NS;
+}
+
+/*
+ * One decided change. The reason is the driver's verdict, its diagnosis
+ * when with_diag, and the rule. Nothing is remembered when acts is full.
+ */
+static void __attribute__((format(printf, 8, 9)))
+change(struct tick *t, size_t svc, enum knob_kind k, double new, enum dir d,
+       size_t driver, bool with_diag, const char *fmt, ...)
+{
+	struct service_mem *ds = &t->e->s[driver];
+	struct knob_mem *m = &t->e->s[svc].k[k];
+	struct action *a;
+	char o[24], n[24];
+	va_list ap;
+	size_t used;
+
+	if (t->n >= t->max) {
+		t->overflow = true;
+		return;
+	}
+	a = &t->acts[t->n++];
+	a->service = (int)svc;
+	a->knob = k;
+	a->old_value = m->now;
+	a->new_value = new;
+	fmt_value(o, sizeof(o), k, m->now);
+	fmt_value(n, sizeof(n), k, new);
+	a->reason[0] = '\0';
+	append(a->reason, sizeof(a->reason), "%s; ", ds->head);
+	if (with_diag)
+		append(a->reason, sizeof(a->reason), "%s; ", ds->diag);
+	append(a->reason, sizeof(a->reason), "%s %s %s %s -> %s (",
+	       d == DIR_PROTECT ? (svc == driver ? "raise" : "cut") : (svc == driver ? "lower" : "give back"),
+	       t->e->set->v[svc].name, knob_kind_name(k), o, n);
+	used = strlen(a->reason);
+	va_start(ap, fmt);
+	vsnprintf(a->reason + used, sizeof(a->reason) - used, fmt, ap);
+	va_end(ap);
+	append(a->reason, sizeof(a->reason), ")");
+	m->now = new;
+	m->touched = true;
+	m->last_dir = d;
+	m->last_ns = t->now;
+	m->last_window_ns = window_of(&t->e->set->v[driver]);
+}
+
+/* Remember what the controller sees; the first value seen is home. */
+static void observe(struct engine *e, size_t i, const struct engine_input *in)
+{
+	const struct policy *p = &e->set->v[i];
+	struct service_mem *s = &e->s[i];
+
+	s->usage = in->cpu_usage > 0 ? in->cpu_usage : NAN;
+	for (int k = 0; k < KNOB_MAX; k++) {
+		const struct policy_range *r = range_of(p, k);
+		struct knob_mem *m = &s->k[k];
+		double v = in->knob[k];
+
+		m->now = m->hands_off ? NAN : v;
+		if (isnan(v) || m->hands_off)
+			continue;
+		if (!m->seen) {
+			m->seen = true;
+			m->home = r->set ? clamp_range(r, v) : v;
+			m->max_seen = v;
+		}
+		m->max_seen = fmax(m->max_seen, v);
+	}
+}
+
+static void describe_diag(struct service_mem *s, const struct diagnosis *d)
+{
+	s->diag[0] = '\0';
+	if (!d) {
+		append(s->diag, sizeof(s->diag), "no diagnosis: CPU knobs on slack alone");
+		return;
+	}
+	append(s->diag, sizeof(s->diag), "diagnosis %s/%s", diag_dominant_name(d->dominant),
+	       diag_cause_name(d->cause));
+	if (d->n_evidence && d->evidence[0].signal)
+		append(s->diag, sizeof(s->diag), " (%s \u00d7%.1f)", d->evidence[0].signal,
+		       d->evidence[0].ratio);
+}
+
+/* Which knobs a violation may move; *why says why neighbours are spared. */
+static unsigned route_of(const struct diagnosis *d, const char **why)
+{
+	*why = NULL;
+	if (!d)
+		return ROUTE_CPU | ROUTE_OWN_CPU;
+	if (d->cause == DIAG_CAUSE_LOAD) {
+		*why = "the service's own load: neighbours not throttled";
+		return d->dominant == DIAG_CPU ? ROUTE_OWN_CPU : 0;
+	}
+	switch (d->dominant) {
+	case DIAG_NONE:
+	case DIAG_CPU:
+		return ROUTE_CPU | ROUTE_OWN_CPU;
+	case DIAG_IO:
+		return ROUTE_IO;
+	case DIAG_MEMORY:
+		return ROUTE_QUOTA;
+	case DIAG_LOCK:
+		*why = "lock contention: neighbours not throttled";
+		return 0;
+	case DIAG_NETWORK:
+		*why = "network: no knob for it, neighbours not throttled";
+		return 0;
+	}
+	return 0;
+}
+
+/* Forget the band of an LC service that has had no window for a while. */
+static void expire(struct engine *e, size_t i, uint64_t now)
+{
+	const struct policy *p = &e->set->v[i];
+	struct service_mem *s = &e->s[i];
+
+	if (s->band == BAND_NONE || now < s->verdict_ns + VERDICT_WINDOWS * window_of(p))
+		return;
+	s->band = BAND_NONE;
+	s->streak = 0;
+	s->slack = NAN;
+	snprintf(s->verdict, sizeof(s->verdict), "no verdict: no window for %u windows",
+		 VERDICT_WINDOWS);
+}
+
+/* The verdict of an LC service's window that ended now. */
+static void judge(struct engine *e, size_t i, const struct engine_input *in, uint64_t now)
+{
+	const struct policy *p = &e->set->v[i];
+	struct service_mem *s = &e->s[i];
+	char lat[24], tgt[24], pct[16];
+	const char *spare;
+
+	s->fresh = false;
+	if (p->klass != POLICY_LATENCY_CRITICAL)
+		return;
+	if (!in->have_window) {
+		expire(e, i, now);
+		return;
+	}
+	s->verdict[0] = '\0';
+	if (!in->requests || in->requests < p->min_requests) {
+		s->band = BAND_NONE;
+		s->streak = 0;
+		s->slack = NAN;
+		append(s->verdict, sizeof(s->verdict),
+		       "no verdict: %llu requests in the window < MinRequests %llu",
+		       (unsigned long long)in->requests, (unsigned long long)p->min_requests);
+		return;
+	}
+	if (!(in->latency_ns >= 0) || !p->target_ns) {
+		s->band = BAND_NONE;
+		s->streak = 0;
+		s->slack = NAN;
+		append(s->verdict, sizeof(s->verdict), "no verdict: no latency figure in the window");
+		return;
+	}
+	s->fresh = true;
+	s->verdict_ns = now;
+	s->slack = 1 - in->latency_ns / (double)p->target_ns;
+	s->band = s->slack < SLACK_CUT ? BAND_VIOLATION : s->slack > SLACK_GIVE ? BAND_SLACK : BAND_HOLD;
+	s->streak = s->band == BAND_SLACK ? s->streak + 1 : 0;
+	s->route = route_of(in->diag, &spare);
+	describe_diag(s, in->diag);
+	fmt_ns(lat, sizeof(lat), in->latency_ns);
+	fmt_ns(tgt, sizeof(tgt), p->target_ns);
+	snprintf(pct, sizeof(pct), "p%g", p->percentile * 100);
+	s->head[0] = '\0';
+	append(s->head, sizeof(s->head), "%s %s %s %s target %s (slack %.2f", p->name, pct, lat,
+	       s->slack < 0 ? ">" : "<=", tgt, s->slack);
+	if (s->band == BAND_SLACK)
+		append(s->head, sizeof(s->head), ", %u window%s above %.2f", s->streak,
+		       s->streak == 1 ? "" : "s", SLACK_GIVE);
+	append(s->head, sizeof(s->head), ")");
+	append(s->verdict, sizeof(s->verdict), "%s: %s",
+	       s->band == BAND_VIOLATION ? "violation" : s->band == BAND_HOLD ? "hold" : "large slack",
+	       s->head);
+	if (s->band == BAND_VIOLATION) {
+		append(s->verdict, sizeof(s->verdict), "; %s", s->diag);
+		if (spare)
+			append(s->verdict, sizeof(s->verdict), "; %s", spare);
+	}
+}
+
+/* Halve a BE knob towards its floor; the first cut of "max" halves the use. */
+static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const char *why)
+{
+	const struct policy_range *r = range_of(&t->e->set->v[b], k);
+	struct knob_mem *m = &t->e->s[b].k[k];
+	double usage = t->e->s[b].usage, base = m->now, v;
+	char basis[64] = "", lo[24];
+
+	if (!cooled(m, DIR_PROTECT, t->now))
+		return;
+	if (isinf(base)) {
+		/* Half of infinity is no cut: halve what it uses instead. */
+		if (!isnan(usage)) {
+			base = usage;
+			snprintf(basis, sizeof(basis), "half of its use %.0f%%; ", usage * 100);
+		} else if (isfinite(r->hi)) {
+			base = 2 * r->hi;
+			snprintf(basis, sizeof(basis), "its use unknown: the upper bound; ");
+		} else {
+			base = 1;
+			snprintf(basis, sizeof(basis), "its use unknown: half of one CPU; ");
+		}
+		m->scale = base;
+	}
+	v = clamp_range(r, round_toward(k, base * CUT_FACTOR, base));
+	if (!(v < m->now))
+		return;
+	fmt_value(lo, sizeof(lo), k, r->lo);
+	change(t, b, k, v, DIR_PROTECT, driver, true, "%s%smultiplicative cut, floor %s", why,
+	       basis, lo);
+}
+
+/*
+ * A weight counts as spent when it cannot be used, or when it sat at its
+ * floor for a whole window that still ended in a violation.
+ */
+static bool weight_spent(const struct engine *e, size_t b, uint64_t now)
+{
+	const struct knob_mem *m = &e->s[b].k[KNOB_CPU_WEIGHT];
+
+	if (!movable(e, b, KNOB_CPU_WEIGHT))
+		return true;
+	return m->now <= e->set->v[b].cpu_weight.lo && cooled(m, DIR_PROTECT, now);
+}
+
+/* The worst fresh violation among LC services routing to route; -1 if none. */
+static int worst_violation(const struct engine *e, unsigned route)
+{
+	int w = -1;
+
+	for (size_t i = 0; i < e->set->n; i++) {
+		const struct service_mem *s = &e->s[i];
+
+		if (s->fresh && s->band == BAND_VIOLATION && (s->route & route) &&
+		    (w < 0 || s->slack < e->s[w].slack))
+			w = (int)i;
+	}
+	return w;
+}
+
+static void cut_neighbour(struct tick *t, size_t b)
+{
+	const struct engine *e = t->e;
+	int cpu = worst_violation(e, ROUTE_CPU), mem = worst_violation(e, ROUTE_QUOTA);
+	int io = worst_violation(e, ROUTE_IO);
+
+	if (cpu >= 0 && movable(e, b, KNOB_CPU_WEIGHT))
+		cut(t, b, KNOB_CPU_WEIGHT, cpu, "");
+	if (movable(e, b, KNOB_CPU_QUOTA)) {
+		if (mem >= 0)
+			cut(t, b, KNOB_CPU_QUOTA, mem, "weight cannot reach memory interference; ");
+		else if (cpu >= 0 && weight_spent(e, b, t->now))
+			cut(t, b, KNOB_CPU_QUOTA, cpu,
+			    movable(e, b, KNOB_CPU_WEIGHT) ? "cpu.weight at its floor for a window; "
+							   : "cpu.weight not ours to move; ");
+	}
+	if (io >= 0 && movable(e, b, KNOB_IO_WEIGHT))
+		cut(t, b, KNOB_IO_WEIGHT, io, "");
+}
+
+/* Step a BE knob we cut back up towards its home; true if it moved. */
+static bool give_back(struct tick *t, size_t b, enum knob_kind k, size_t driver, uint64_t window)
+{
+	const struct policy_range *r = range_of(&t->e->set->v[b], k);
+	struct knob_mem *m = &t->e->s[b].k[k];
+	double top, step, v;
+	char span[48];
+
+	if (!movable(t->e, b, k) || !m->touched || !(m->now < m->home))
+		return false;
+	if (!cooled(m, DIR_RELAX, t->now))
+		return true; /* still on its way home: what comes after waits */
+	top = isfinite(m->home) ? m->home : !isnan(m->scale) ? fmax(m->scale, r->lo) : fmax(1, r->lo);
+	step = fmax(GIVE_FRACTION * (top - r->lo), knob_unit(k));
+	v = round_toward(k, m->now + step, m->now);
+	if (v >= top)
+		v = m->home;
+	v = clamp_range(r, v);
+	if (!(v > m->now))
+		return false;
+	fmt_value(span, sizeof(span), k, top);
+	change(t, b, k, v, DIR_RELAX, driver, false, "additive +10%% of the way back to %s", span);
+	m->last_window_ns = window;
+	return true;
+}
+
+/* Every LC service with a verdict in large slack long enough; the tightest. */
+static int all_slack(const struct engine *e, uint64_t *window)
+{
+	bool fresh = false;
+	int w = -1;
+
+	*window = 0;
+	for (size_t i = 0; i < e->set->n; i++) {
+		const struct service_mem *s = &e->s[i];
+
+		if (e->set->v[i].klass != POLICY_LATENCY_CRITICAL || s->band == BAND_NONE)
+			continue;
+		if (s->band != BAND_SLACK || s->streak < GIVE_WINDOWS)
+			return -1;
+		fresh |= s->fresh;
+		if (w < 0 || s->slack < e->s[w].slack)
+			w = (int)i;
+		if (window_of(&e->set->v[i]) > *window)
+			*window = window_of(&e->set->v[i]);
+	}
+	return fresh ? w : -1;
+}
+
+/*
+ * Give to an LC service: frequency straight to its ceiling (latency first,
+ * only energy is spent), weights and quota at most doubled.
+ */
+static void raise_own(struct tick *t, size_t i, enum knob_kind k, const char *rule)
+{
+	const struct policy_range *r = range_of(&t->e->set->v[i], k);
+	struct knob_mem *m = &t->e->s[i].k[k];
+	double v;
+
+	if (!movable(t->e, i, k) || !cooled(m, DIR_PROTECT, t->now))
+		return;
+	if (k == KNOB_CPU_FREQ)
+		v = isfinite(r->hi) ? r->hi : m->max_seen;
+	else
+		v = clamp_range(r, round_toward(k, m->now * RAISE_FACTOR, m->now));
+	if (!(v > m->now))
+		return;
+	change(t, i, k, v, DIR_PROTECT, i, t->e->s[i].band == BAND_VIOLATION, "%s", rule);
+}
+
+/*
+ * Relax an LC service: frequency down towards its floor (energy); a knob
+ * we raised back towards its home, never below it.
+ */
+static void lower_own(struct tick *t, size_t i, enum knob_kind k)
+{
+	const struct policy_range *r = range_of(&t->e->set->v[i], k);
+	struct knob_mem *m = &t->e->s[i].k[k];
+	double top, bottom, v;
+
+	if (!movable(t->e, i, k) || !cooled(m, DIR_RELAX, t->now))
+		return;
+	top = isfinite(r->hi) ? r->hi : m->max_seen;
+	bottom = k == KNOB_CPU_FREQ ? r->lo : m->touched ? m->home : INFINITY;
+	if (!isfinite(top) || !(m->now > bottom))
+		return;
+	v = round_toward(k, m->now - fmax(GIVE_FRACTION * (top - bottom), knob_unit(k)), m->now);
+	v = clamp_range(r, fmax(v, bottom));
+	if (!(v < m->now))
+		return;
+	change(t, i, k, v, DIR_RELAX, i, false, "%s",
+	       k == KNOB_CPU_FREQ ? "large slack: -10% of the range, for energy"
+				  : "large slack: -10% of what was given, never below its own value");
+}
+
+static void own_knobs(struct tick *t, size_t i)
+{
+	const struct service_mem *s = &t->e->s[i];
+
+	if (!s->fresh)
+		return;
+	if (s->slack < SLACK_FREQ_UP)
+		raise_own(t, i, KNOB_CPU_FREQ, "slack below 0.05: frequency to the ceiling");
+	if (s->band == BAND_VIOLATION) {
+		if (s->route & ROUTE_CPU)
+			raise_own(t, i, KNOB_CPU_WEIGHT, "multiplicative raise, wins wake-ups");
+		if (s->route & ROUTE_OWN_CPU)
+			raise_own(t, i, KNOB_CPU_QUOTA, "multiplicative raise");
+		if (s->route & ROUTE_IO)
+			raise_own(t, i, KNOB_IO_WEIGHT, "multiplicative raise");
+	} else if (s->band == BAND_SLACK && s->streak >= GIVE_WINDOWS) {
+		for (int k = 0; k < KNOB_MAX; k++)
+			lower_own(t, i, k);
+	}
+}
+
+int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in,
+		struct action *acts, size_t max)
+{
+	const struct policy_set *set = e->set;
+	struct tick t = { .e = e, .now = now_ns, .acts = acts, .max = max };
+	bool any = false, violation;
+	uint64_t window = 0;
+	int relax;
+
+	for (size_t i = 0; i < set->n; i++) {
+		observe(e, i, &in[i]);
+		judge(e, i, &in[i], now_ns);
+		any |= e->s[i].fresh;
+	}
+	if (!any)
+		return 0;
+	for (size_t i = 0; i < set->n; i++)
+		if (set->v[i].klass == POLICY_LATENCY_CRITICAL)
+			own_knobs(&t, i);
+	violation = worst_violation(e, ~0u) >= 0;
+	relax = violation ? -1 : all_slack(e, &window);
+	for (size_t b = 0; b < set->n; b++) {
+		if (set->v[b].klass != POLICY_BEST_EFFORT)
+			continue;
+		if (violation) {
+			cut_neighbour(&t, b);
+		} else if (relax >= 0) {
+			/* Quota first: it throttles even an idle CPU. Weight last. */
+			if (!give_back(&t, b, KNOB_CPU_QUOTA, relax, window))
+				give_back(&t, b, KNOB_CPU_WEIGHT, relax, window);
+			give_back(&t, b, KNOB_IO_WEIGHT, relax, window);
+		}
+	}
+	return t.overflow ? -ENOSPC : (int)t.n;
+}

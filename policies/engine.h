@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The policy engine: pure decisions. Each tick, the latest window of every
+ * service (its QoS figures and diagnosis) and the knobs' current values go
+ * in; a list of actions comes out. No I/O, no clock: time is an argument.
+ */
+#ifndef TW_ENGINE_H
+#define TW_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "action.h"
+#include "diagnosis.h"
+#include "policy.h"
+
+/* What the controller knows of one service this tick. */
+struct engine_input {
+	bool have_window;        /* a full window of the service's samples ended now */
+	uint64_t requests;       /* in the window */
+	double latency_ns;       /* the policy's percentile over the window, <0 if none */
+	const struct diagnosis *diag; /* NULL when no contention sensor */
+	double knob[KNOB_MAX];   /* current values (NAN when the knob is unavailable) */
+	double cpu_usage;        /* CPUs it used lately (1.0 = one); 0 or NAN: unknown */
+};
+
+struct engine;
+
+/* NULL on ENOMEM. The set must outlive the engine. */
+struct engine *engine_new(const struct policy_set *set);
+void engine_free(struct engine *e);
+
+/*
+ * One tick at time now_ns: in[i] for service i of the set. Fills acts
+ * (capacity max; set->n * KNOB_MAX always suffices) with bounded,
+ * rate-limited, explained actions; returns how many, or -ENOSPC (that
+ * tick's decisions are lost). Also the safety rules:
+ *  - never outside the policy's range; a knob without a range, or NAN, is
+ *    never touched; a cut never raises, a give-back never lowers;
+ *  - steps: a cut at most halves; a gift to a latency-critical service at
+ *    most doubles (its frequency goes to the ceiling at once); a give-back
+ *    or a frequency drop at most 10% of the range, by at least one unit;
+ *  - hysteresis: cut below slack 0, hold from 0 to 0.2, relax above 0.2
+ *    only after 3 such windows in a row;
+ *  - cooldown per knob, in windows of the service that drove the change:
+ *    1 before it moves again to protect (the effect must be seen in a whole
+ *    window), 2 between give-backs, 4 before a give-back follows a cut;
+ *  - a latency-critical service is never throttled: its weights and quota
+ *    only rise, and come back down no lower than their own first value;
+ *  - no verdict, no action: a window with fewer than MinRequests requests
+ *    (or no latency figure) decides nothing, and breaks a slack streak;
+ *    engine_verdict() says why;
+ *  - a knob reported by engine_knob_overridden() is left alone until this
+ *    engine is freed (the controller's restart, or a reload).
+ * Give-back returns what was taken and no more: a best-effort knob climbs
+ * back to the value it had when first seen (clamped into its range).
+ */
+int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in,
+		struct action *acts, size_t max);
+
+/* The controller saw a knob differ from what it last wrote: hands off it. */
+void engine_knob_overridden(struct engine *e, int service, enum knob_kind k);
+
+/* Slack of a latency-critical service in its last window (1 - p/target), NAN if none. */
+double engine_slack(const struct engine *e, int service);
+
+/*
+ * The last verdict of a service in words, e.g. "violation: web p99 3.41ms >
+ * target 2ms (slack -0.71); ..." or "no verdict: 12 requests in the window
+ * < MinRequests 200". Valid until the next tick; NULL for a bad index.
+ */
+const char *engine_verdict(const struct engine *e, int service);
+
+#endif

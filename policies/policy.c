@@ -1,0 +1,805 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Policy files and the main config: the schemas, the value checks and the
+ * whole-file and whole-set rules. Lexing is in parse.c, units in units.c.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "parse.h"
+#include "policy.h"
+#include "units.h"
+
+#define NSEC_PER_USEC 1000ULL
+#define NSEC_PER_MSEC 1000000ULL
+#define NSEC_PER_SEC 1000000000ULL
+
+#define DEFAULT_PERCENTILE 0.99
+#define DEFAULT_MIN_REQUESTS 200
+#define DEFAULT_WINDOW_NS (2 * NSEC_PER_SEC)
+#define DEFAULT_PERIOD_NS NSEC_PER_SEC
+#define DEFAULT_POLICIES_DIR "/etc/tailwarden/policies.d"
+#define DEFAULT_STATE_DIR "/run/tailwarden"
+#define DEFAULT_CGROUP_BASE "/sys/fs/cgroup"
+
+/* A target below 1 us is a unit typo (2ns for 2ms), not an objective. */
+#define TARGET_MIN_NS NSEC_PER_USEC
+#define TARGET_MAX_NS (60 * NSEC_PER_SEC)
+#define WINDOW_MIN_NS (100 * NSEC_PER_MSEC)
+#define WINDOW_MAX_NS (600 * NSEC_PER_SEC)
+#define PERIOD_MIN_NS (100 * NSEC_PER_MSEC)
+#define PERIOD_MAX_NS (60 * NSEC_PER_SEC)
+
+static int fail(char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(char *why, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, UNIT_WHY_MAX, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static bool has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+static int duration_in(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *why)
+{
+	char lim[32];
+	int r = unit_parse_duration(s, out, why);
+
+	if (r < 0)
+		return r;
+	if (*out < min) {
+		unit_format_duration(min, lim, sizeof(lim));
+		return fail(why, "below the minimum of %s", lim);
+	}
+	if (*out > max) {
+		unit_format_duration(max, lim, sizeof(lim));
+		return fail(why, "above the maximum of %s", lim);
+	}
+	return 0;
+}
+
+/* ---- policy files ---- */
+
+enum { S_SERVICE, S_OBJECTIVE, S_LIMITS };
+enum {
+	K_CGROUP,
+	K_CLASS,
+	K_PERCENTILE,
+	K_TARGET,
+	K_MIN_REQUESTS,
+	K_WINDOW,
+	K_CPU_QUOTA,
+	K_CPU_WEIGHT,
+	K_IO_WEIGHT,
+	K_CPU_FREQUENCY,
+};
+
+/*
+ * Relative to the cgroup root, stored as "/a/b": empty components and a
+ * trailing '/' dropped; "." and ".." refused, as they would let a policy
+ * escape the root or name one cgroup under two spellings.
+ */
+static int set_cgroup(void *obj, const char *v, char *why)
+{
+	struct policy *p = obj;
+	char *out, *o;
+	const char *c = v;
+
+	if (has_control(v))
+		return fail(why, "control characters are not allowed in a cgroup path");
+	out = o = malloc(strlen(v) + 2);
+	if (!out)
+		return -ENOMEM;
+	while (*c) {
+		const char *e;
+		size_t n;
+
+		while (*c == '/')
+			c++;
+		if (!*c)
+			break;
+		e = strchrnul(c, '/');
+		n = e - c;
+		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.')) {
+			free(out);
+			return fail(why, "'%.*s' is not allowed in a cgroup path", (int)n, c);
+		}
+		if (n > 255) {
+			free(out);
+			return fail(why, "a path component is longer than 255 bytes");
+		}
+		*o++ = '/';
+		memcpy(o, c, n);
+		o += n;
+		c = e;
+	}
+	*o = '\0';
+	if (o == out) {
+		free(out);
+		return fail(why, "that is the cgroup root itself; name a cgroup below it, e.g. lc.slice/web.service");
+	}
+	if (!strcmp(out, "/sys/fs/cgroup") || !strncmp(out, "/sys/fs/cgroup/", 15)) {
+		free(out);
+		return fail(why, "the path is relative to the cgroup root: drop the leading /sys/fs/cgroup");
+	}
+	free(p->cgroup);
+	p->cgroup = out;
+	return 0;
+}
+
+static int set_class(void *obj, const char *v, char *why)
+{
+	struct policy *p = obj;
+
+	if (!strcmp(v, "latency-critical"))
+		p->klass = POLICY_LATENCY_CRITICAL;
+	else if (!strcmp(v, "best-effort"))
+		p->klass = POLICY_BEST_EFFORT;
+	else
+		return fail(why, "expected latency-critical or best-effort");
+	return 0;
+}
+
+static int set_percentile(void *obj, const char *v, char *why)
+{
+	return unit_parse_percentile(v, &((struct policy *)obj)->percentile, why);
+}
+
+static int set_target(void *obj, const char *v, char *why)
+{
+	return duration_in(v, TARGET_MIN_NS, TARGET_MAX_NS, &((struct policy *)obj)->target_ns, why);
+}
+
+static int set_min_requests(void *obj, const char *v, char *why)
+{
+	struct policy *p = obj;
+	uint64_t n;
+	int r = unit_parse_uint(v, &n, why);
+
+	if (r < 0)
+		return r;
+	if (n < 1)
+		return fail(why, "must be at least 1");
+	p->min_requests = n;
+	return 0;
+}
+
+static int set_window(void *obj, const char *v, char *why)
+{
+	return duration_in(v, WINDOW_MIN_NS, WINDOW_MAX_NS, &((struct policy *)obj)->window_ns, why);
+}
+
+/*
+ * The kernel refuses a cpu.max quota under 1 ms per period; with the
+ * default 100 ms period that is 1% of a CPU. 100000% is 1000 CPUs.
+ */
+static const struct unit_range_spec quota_spec = {
+	unit_parse_percent_bound, unit_format_percent, 0.01, 1000, true,
+};
+/* cgroup v2 cpu.weight and io.weight: 1..10000. */
+static const struct unit_range_spec weight_spec = {
+	unit_parse_weight_bound, unit_format_number, 1, 10000, false,
+};
+/* Catches unit typos (1.2MHz for 1.2GHz); real cpufreq limits are checked at run time. */
+static const struct unit_range_spec freq_spec = {
+	unit_parse_frequency_bound, unit_format_frequency, 10e3, 100e6, true,
+};
+
+static int set_range(struct policy_range *r, const struct unit_range_spec *spec, const char *v,
+		     char *why)
+{
+	int ret = unit_parse_range(v, spec, &r->lo, &r->hi, why);
+
+	if (ret == 0)
+		r->set = true;
+	return ret;
+}
+
+static int set_cpu_quota(void *obj, const char *v, char *why)
+{
+	return set_range(&((struct policy *)obj)->cpu_quota, &quota_spec, v, why);
+}
+
+static int set_cpu_weight(void *obj, const char *v, char *why)
+{
+	return set_range(&((struct policy *)obj)->cpu_weight, &weight_spec, v, why);
+}
+
+static int set_io_weight(void *obj, const char *v, char *why)
+{
+	return set_range(&((struct policy *)obj)->io_weight, &weight_spec, v, why);
+}
+
+static int set_cpu_frequency(void *obj, const char *v, char *why)
+{
+	return set_range(&((struct policy *)obj)->cpu_freq_khz, &freq_spec, v, why);
+}
+
+static const char *const policy_sections[] = { "Service", "Objective", "Limits" };
+
+static const struct ini_key policy_keys[] = {
+	[K_CGROUP] = { S_SERVICE, "Cgroup", "a cgroup path such as lc.slice/web.service", set_cgroup },
+	[K_CLASS] = { S_SERVICE, "Class", "latency-critical or best-effort", set_class },
+	[K_PERCENTILE] = { S_OBJECTIVE, "Percentile", "a percentile such as 99 or p99.9", set_percentile },
+	[K_TARGET] = { S_OBJECTIVE, "Target", "a duration such as 2ms", set_target },
+	[K_MIN_REQUESTS] = { S_OBJECTIVE, "MinRequests", "a whole number such as 200", set_min_requests },
+	[K_WINDOW] = { S_OBJECTIVE, "Window", "a duration such as 2s", set_window },
+	[K_CPU_QUOTA] = { S_LIMITS, "CPUQuota", "a percentage of one CPU or a range such as 10%..200%", set_cpu_quota },
+	[K_CPU_WEIGHT] = { S_LIMITS, "CPUWeight", "a weight or a range such as 10..1000", set_cpu_weight },
+	[K_IO_WEIGHT] = { S_LIMITS, "IOWeight", "a weight or a range such as 10..1000", set_io_weight },
+	[K_CPU_FREQUENCY] = { S_LIMITS, "CPUFrequency", "a frequency or a range such as 1.2GHz..max", set_cpu_frequency },
+};
+
+static const struct ini_schema config_schema;
+
+static const struct ini_schema policy_schema = {
+	.sections = policy_sections,
+	.nsections = sizeof(policy_sections) / sizeof(*policy_sections),
+	.keys = policy_keys,
+	.nkeys = sizeof(policy_keys) / sizeof(*policy_keys),
+	.other = &config_schema,
+	.what = "a policy file (*.policy)",
+};
+
+/* What a whole file must hold, once every line has been read. */
+static int validate_policy(const struct policy *p, const struct ini_seen *seen,
+			   struct file_errs *fe)
+{
+	const unsigned *sl = seen->section_line, *kl = seen->key_line;
+	int r = 0;
+
+	if (!*p->name)
+		r = file_err(fe, 0, "empty service name: name the file NAME.policy");
+	if (r == 0 && !sl[S_SERVICE])
+		r = file_err(fe, 0, "missing section [Service] (Cgroup= and Class= are required)");
+	if (r == 0 && sl[S_SERVICE] && !kl[K_CGROUP])
+		r = file_err(fe, sl[S_SERVICE], "missing required key Cgroup= in [Service]");
+	if (r == 0 && sl[S_SERVICE] && !kl[K_CLASS])
+		r = file_err(fe, sl[S_SERVICE], "missing required key Class= in [Service]");
+	if (r < 0 || !seen->key_ok[K_CLASS])
+		return r;
+
+	if (p->klass == POLICY_LATENCY_CRITICAL) {
+		if (!sl[S_OBJECTIVE])
+			return file_err(fe, 0, "missing section [Objective] (required for latency-critical services)");
+		if (!kl[K_TARGET])
+			return file_err(fe, sl[S_OBJECTIVE], "missing required key Target= in [Objective]");
+		return 0;
+	}
+	if (sl[S_OBJECTIVE])
+		r = file_err(fe, sl[S_OBJECTIVE], "[Objective] is for latency-critical services; this one is best-effort");
+	if (r == 0 && kl[K_CPU_FREQUENCY])
+		r = file_err(fe, kl[K_CPU_FREQUENCY], "CPUFrequency= is for latency-critical services only; this one is best-effort");
+	if (r == 0 && !kl[K_CPU_QUOTA] && !kl[K_CPU_WEIGHT] && !kl[K_IO_WEIGHT])
+		r = file_err(fe, sl[S_LIMITS], "a best-effort service needs at least one of CPUQuota=, CPUWeight= or IOWeight= in [Limits] (what may be taken from it)");
+	return r;
+}
+
+/* "dir/web.policy" -> "web" */
+static char *service_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	size_t n;
+
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (n >= 7 && !strcmp(base + n - 7, ".policy"))
+		n -= 7;
+	return strndup(base, n);
+}
+
+static void policy_clear(struct policy *p)
+{
+	free(p->name);
+	free(p->file);
+	free(p->cgroup);
+}
+
+void policy_set_free(struct policy_set *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		policy_clear(&s->v[i]);
+	free(s->v);
+	free(s);
+}
+
+/* The state of one policy_set_load() call. */
+struct loader {
+	struct policy_set *set;
+	unsigned *cgroup_line; /* per policy, for set-wide messages */
+	struct file_id {
+		dev_t dev;
+		ino_t ino;
+	} *ids;                /* per policy: a file named twice is read once */
+	struct policy_errors *errs;
+};
+
+static int loader_add(struct loader *ld, const char *path, const struct stat *st,
+		      struct policy **out)
+{
+	size_t n = ld->set->n;
+	struct policy *v;
+	unsigned *cl;
+	struct file_id *ids;
+
+	v = realloc(ld->set->v, (n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	ld->set->v = v;
+	cl = realloc(ld->cgroup_line, (n + 1) * sizeof(*cl));
+	if (!cl)
+		return -ENOMEM;
+	ld->cgroup_line = cl;
+	ids = realloc(ld->ids, (n + 1) * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	ld->ids = ids;
+	v[n] = (struct policy){
+		.percentile = DEFAULT_PERCENTILE,
+		.min_requests = DEFAULT_MIN_REQUESTS,
+		.window_ns = DEFAULT_WINDOW_NS,
+	};
+	v[n].file = strdup(path);
+	v[n].name = service_name(path);
+	ld->set->n++;
+	if (!v[n].file || !v[n].name)
+		return -ENOMEM;
+	cl[n] = 0;
+	ids[n] = (struct file_id){ st->st_dev, st->st_ino };
+	*out = &v[n];
+	return 0;
+}
+
+static int load_policy_file(struct loader *ld, const char *path, const struct stat *st)
+{
+	struct ini_seen seen = { 0 };
+	struct file_errs fe;
+	struct policy *p;
+	char *data;
+	size_t len;
+	int r;
+
+	for (size_t i = 0; i < ld->set->n; i++)
+		if (ld->ids[i].dev == st->st_dev && ld->ids[i].ino == st->st_ino)
+			return 0;
+	file_errs_init(&fe, ld->errs, path);
+	r = read_whole_file(path, &data, &len);
+	if (r == -ENOMEM)
+		return r;
+	if (r == -EFBIG)
+		return file_err(&fe, 0, "file too large (over %d bytes)", INI_FILE_MAX);
+	if (r < 0)
+		return file_err(&fe, 0, "cannot read: %s", strerror(-r));
+	r = loader_add(ld, path, st, &p);
+	if (r == 0)
+		r = ini_parse_buffer(data, len, &policy_schema, p, &seen, &fe);
+	free(data);
+	if (r < 0)
+		return r;
+	p->line = seen.section_line[S_SERVICE];
+	ld->cgroup_line[ld->set->n - 1] = seen.key_line[K_CGROUP];
+	r = validate_policy(p, &seen, &fe);
+	file_errs_sort(&fe);
+	return r;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The *.policy files of dir, in name order; hidden files are skipped. */
+static int list_dir(const char *dir, char ***out, size_t *n)
+{
+	char **v = NULL, **nv;
+	struct dirent *de;
+	DIR *d;
+	int r = 0;
+
+	*n = 0;
+	d = opendir(dir);
+	if (!d)
+		return -errno;
+	while ((errno = 0, de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+
+		if (de->d_name[0] == '.' || len <= 7 || strcmp(de->d_name + len - 7, ".policy"))
+			continue;
+		nv = realloc(v, (*n + 1) * sizeof(*v));
+		if (!nv || !(nv[*n] = strdup(de->d_name))) {
+			v = nv ? nv : v;
+			r = -ENOMEM;
+			break;
+		}
+		v = nv;
+		(*n)++;
+	}
+	if (!r && errno)
+		r = -errno;
+	closedir(d);
+	if (r < 0) {
+		for (size_t i = 0; i < *n; i++)
+			free(v[i]);
+		free(v);
+		return r;
+	}
+	if (*n)
+		qsort(v, *n, sizeof(*v), name_cmp);
+	*out = v;
+	return 0;
+}
+
+static int load_policy_dir(struct loader *ld, const char *dir)
+{
+	size_t n = 0, dl = strlen(dir);
+	char **names = NULL;
+	int r;
+
+	r = list_dir(dir, &names, &n);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0)
+		return policy_error_add(ld->errs, dir, 0, "cannot read directory: %s", strerror(-r));
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct stat st;
+		char *path;
+
+		if (asprintf(&path, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", names[i]) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		if (stat(path, &st) < 0)
+			r = policy_error_add(ld->errs, path, 0, "cannot read: %s", strerror(errno));
+		else if (!S_ISREG(st.st_mode))
+			r = policy_error_add(ld->errs, path, 0, "not a regular file");
+		else
+			r = load_policy_file(ld, path, &st);
+		free(path);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return r;
+}
+
+/* Is a a proper ancestor of b ("/x" of "/x/y", not of "/xy")? */
+static bool cgroup_contains(const char *a, const char *b)
+{
+	size_t n = strlen(a);
+
+	return !strncmp(a, b, n) && b[n] == '/';
+}
+
+/* Rules across files: one policy per service name and per cgroup subtree. */
+static int check_set(struct loader *ld)
+{
+	const struct policy *v = ld->set->v;
+	int r = 0;
+
+	for (size_t i = 0; i < ld->set->n && r == 0; i++) {
+		const struct policy *p = &v[i];
+		unsigned cl = ld->cgroup_line[i];
+
+		for (size_t j = 0; j < i && r == 0; j++) {
+			const struct policy *q = &v[j];
+			unsigned ql = ld->cgroup_line[j];
+
+			if (!strcmp(p->name, q->name))
+				r = policy_error_add(ld->errs, p->file, p->line,
+						     "duplicate service '%s': also defined in %s",
+						     p->name, q->file);
+			if (r < 0 || !p->cgroup || !q->cgroup)
+				continue;
+			if (!strcmp(p->cgroup, q->cgroup))
+				r = policy_error_add(ld->errs, p->file, cl,
+						     "cgroup %s is also controlled by service '%s' (%s:%u)",
+						     p->cgroup, q->name, q->file, ql);
+			else if (cgroup_contains(q->cgroup, p->cgroup))
+				r = policy_error_add(ld->errs, p->file, cl,
+						     "cgroup %s is inside %s of service '%s' (%s:%u); nested cgroups cannot both have a policy",
+						     p->cgroup, q->cgroup, q->name, q->file, ql);
+			else if (cgroup_contains(p->cgroup, q->cgroup))
+				r = policy_error_add(ld->errs, p->file, cl,
+						     "cgroup %s contains %s of service '%s' (%s:%u); nested cgroups cannot both have a policy",
+						     p->cgroup, q->cgroup, q->name, q->file, ql);
+		}
+	}
+	return r;
+}
+
+static int load_paths(struct loader *ld, char *const *paths, size_t n)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < n && r == 0; i++) {
+		struct stat st;
+
+		if (stat(paths[i], &st) < 0)
+			r = policy_error_add(ld->errs, paths[i], 0, "cannot read: %s", strerror(errno));
+		else if (S_ISDIR(st.st_mode))
+			r = load_policy_dir(ld, paths[i]);
+		else
+			r = load_policy_file(ld, paths[i], &st);
+	}
+	return r;
+}
+
+int policy_set_load(char *const *paths, size_t n, struct policy_set **out,
+		    struct policy_errors *errs)
+{
+	struct loader ld = { .errs = errs };
+	size_t err0 = errs->n;
+	int r;
+
+	ld.set = calloc(1, sizeof(*ld.set));
+	if (!ld.set)
+		return -ENOMEM;
+	r = load_paths(&ld, paths, n);
+	if (r == 0)
+		r = check_set(&ld);
+	/* Nothing read and nothing wrong: every path was an empty directory. */
+	if (r == 0 && ld.set->n == 0 && errs->n == err0) {
+		if (!n)
+			r = policy_error_add(errs, "policies", 0, "no policy files given");
+		for (size_t i = 0; i < n && r == 0; i++)
+			r = policy_error_add(errs, paths[i], 0, "no policy files (*.policy) in this directory");
+	}
+	free(ld.cgroup_line);
+	free(ld.ids);
+	if (r == 0 && errs->n > err0)
+		r = -EINVAL;
+	if (r < 0) {
+		policy_set_free(ld.set);
+		return r;
+	}
+	*out = ld.set;
+	return 0;
+}
+
+/* ---- the main config ---- */
+
+enum { S_CONTROLLER };
+enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_CGROUP_BASE };
+
+/* Absolute, no control characters, no trailing '/' (a file's path has none at all). */
+static int set_path(char **dst, const char *v, bool file, char *why)
+{
+	size_t n = strlen(v);
+
+	if (*v != '/')
+		return fail(why, "expected an absolute path (starting with /)");
+	if (has_control(v))
+		return fail(why, "control characters are not allowed in a path");
+	if (file && v[n - 1] == '/')
+		return fail(why, "names a directory; expected a file");
+	while (n > 1 && v[n - 1] == '/')
+		n--;
+	free(*dst);
+	*dst = strndup(v, n);
+	return *dst ? 0 : -ENOMEM;
+}
+
+static int set_period(void *obj, const char *v, char *why)
+{
+	return duration_in(v, PERIOD_MIN_NS, PERIOD_MAX_NS, &((struct tw_config *)obj)->period_ns, why);
+}
+
+static int set_dry_run(void *obj, const char *v, char *why)
+{
+	return unit_parse_bool(v, &((struct tw_config *)obj)->dry_run, why);
+}
+
+static int set_policies_dir(void *obj, const char *v, char *why)
+{
+	return set_path(&((struct tw_config *)obj)->policies_dir, v, false, why);
+}
+
+static int set_state_dir(void *obj, const char *v, char *why)
+{
+	return set_path(&((struct tw_config *)obj)->state_dir, v, false, why);
+}
+
+static int set_decision_log(void *obj, const char *v, char *why)
+{
+	return set_path(&((struct tw_config *)obj)->decision_log, v, true, why);
+}
+
+static int set_cgroup_base(void *obj, const char *v, char *why)
+{
+	return set_path(&((struct tw_config *)obj)->cgroup_base, v, false, why);
+}
+
+static const char *const config_sections[] = { "Controller" };
+
+static const struct ini_key config_keys[] = {
+	[K_PERIOD] = { S_CONTROLLER, "Period", "a duration from 100ms to 60s", set_period },
+	[K_DRY_RUN] = { S_CONTROLLER, "DryRun", "yes or no", set_dry_run },
+	[K_POLICIES_DIR] = { S_CONTROLLER, "PoliciesDir", "an absolute path", set_policies_dir },
+	[K_STATE_DIR] = { S_CONTROLLER, "StateDir", "an absolute path", set_state_dir },
+	[K_DECISION_LOG] = { S_CONTROLLER, "DecisionLog", "an absolute file path", set_decision_log },
+	[K_CGROUP_BASE] = { S_CONTROLLER, "CgroupBase", "an absolute path", set_cgroup_base },
+};
+
+static const struct ini_schema config_schema = {
+	.sections = config_sections,
+	.nsections = sizeof(config_sections) / sizeof(*config_sections),
+	.keys = config_keys,
+	.nkeys = sizeof(config_keys) / sizeof(*config_keys),
+	.other = &policy_schema,
+	.what = "the main config (tailwarden.conf)",
+};
+
+void config_free(struct tw_config *c)
+{
+	if (!c)
+		return;
+	free(c->file);
+	free(c->policies_dir);
+	free(c->state_dir);
+	free(c->decision_log);
+	free(c->cgroup_base);
+	free(c);
+}
+
+static int config_read(struct tw_config *c, const char *path, struct policy_errors *errs)
+{
+	struct ini_seen seen = { 0 };
+	struct file_errs fe;
+	char *data;
+	size_t len;
+	int r;
+
+	file_errs_init(&fe, errs, path);
+	r = read_whole_file(path, &data, &len);
+	if (r == -ENOMEM)
+		return r;
+	if (r == -EFBIG)
+		return file_err(&fe, 0, "file too large (over %d bytes)", INI_FILE_MAX);
+	if (r < 0)
+		return file_err(&fe, 0, "cannot read: %s", strerror(-r));
+	r = ini_parse_buffer(data, len, &config_schema, c, &seen, &fe);
+	free(data);
+	file_errs_sort(&fe);
+	return r;
+}
+
+/* Defaults for what the file left out; the decision log follows StateDir=. */
+static int config_defaults(struct tw_config *c)
+{
+	if (!c->policies_dir && !(c->policies_dir = strdup(DEFAULT_POLICIES_DIR)))
+		return -ENOMEM;
+	if (!c->state_dir && !(c->state_dir = strdup(DEFAULT_STATE_DIR)))
+		return -ENOMEM;
+	if (!c->cgroup_base && !(c->cgroup_base = strdup(DEFAULT_CGROUP_BASE)))
+		return -ENOMEM;
+	if (!c->decision_log &&
+	    asprintf(&c->decision_log, "%s/decisions.jsonl",
+		     strcmp(c->state_dir, "/") ? c->state_dir : "") < 0) {
+		c->decision_log = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int config_load(const char *path, struct tw_config **out, struct policy_errors *errs)
+{
+	struct tw_config *c;
+	size_t err0 = errs->n;
+	int r = 0;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->period_ns = DEFAULT_PERIOD_NS;
+	if (path) {
+		c->file = strdup(path);
+		r = c->file ? config_read(c, path, errs) : -ENOMEM;
+	}
+	if (r == 0)
+		r = config_defaults(c);
+	if (r == 0 && errs->n > err0)
+		r = -EINVAL;
+	if (r < 0) {
+		config_free(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+/* ---- descriptions ---- */
+
+struct sbuf {
+	char *buf;
+	size_t len, off; /* off may pass len: snprintf's "would have written" */
+};
+
+static void sb_printf(struct sbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void sb_printf(struct sbuf *sb, const char *fmt, ...)
+{
+	size_t room = sb->off < sb->len ? sb->len - sb->off : 0;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(room ? sb->buf + sb->off : NULL, room, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		sb->off += n;
+}
+
+static void sb_range(struct sbuf *sb, const char *name, const struct policy_range *r,
+		     void (*format)(double, char *, size_t), bool *first)
+{
+	char lo[32], hi[32];
+
+	if (!r->set)
+		return;
+	format(r->lo, lo, sizeof(lo));
+	format(r->hi, hi, sizeof(hi));
+	sb_printf(sb, "%s%s %s", *first ? "" : ", ", name, lo);
+	if (r->lo != r->hi)
+		sb_printf(sb, "..%s", hi);
+	*first = false;
+}
+
+int policy_describe(const struct policy *p, char *buf, size_t len)
+{
+	struct sbuf sb = { buf, len, 0 };
+	char pct[32], target[32], window[32];
+	bool first = true;
+
+	if (len)
+		buf[0] = '\0';
+	sb_printf(&sb, "%s: %s %s", p->name,
+		  p->klass == POLICY_LATENCY_CRITICAL ? "latency-critical" : "best-effort",
+		  p->cgroup ? p->cgroup : "(no cgroup)");
+	if (p->klass == POLICY_LATENCY_CRITICAL) {
+		unit_format_number(p->percentile * 100, pct, sizeof(pct));
+		unit_format_duration(p->target_ns, target, sizeof(target));
+		unit_format_duration(p->window_ns, window, sizeof(window));
+		sb_printf(&sb, " p%s <= %s (window %s, min %llu requests)", pct, target, window,
+			  (unsigned long long)p->min_requests);
+	}
+	sb_printf(&sb, "; limits: ");
+	sb_range(&sb, "CPUQuota", &p->cpu_quota, unit_format_percent, &first);
+	sb_range(&sb, "CPUWeight", &p->cpu_weight, unit_format_number, &first);
+	sb_range(&sb, "IOWeight", &p->io_weight, unit_format_number, &first);
+	sb_range(&sb, "CPUFrequency", &p->cpu_freq_khz, unit_format_frequency, &first);
+	if (first)
+		sb_printf(&sb, "none");
+	return sb.off;
+}
+
+int config_describe(const struct tw_config *c, char *buf, size_t len)
+{
+	struct sbuf sb = { buf, len, 0 };
+	char period[32];
+
+	if (len)
+		buf[0] = '\0';
+	unit_format_duration(c->period_ns, period, sizeof(period));
+	sb_printf(&sb, "%s: period %s, dry-run %s, policies %s, state %s, decision log %s, cgroup base %s",
+		  c->file ? c->file : "(defaults)", period, c->dry_run ? "yes" : "no",
+		  c->policies_dir, c->state_dir, c->decision_log, c->cgroup_base);
+	return sb.off;
+}

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Values with units. The number syntax is deliberately narrow,
+ * DIGITS[.DIGITS]: strtod() alone would also take "1e3", "0x10", "inf",
+ * "-5" and leading blanks, none of which a policy author means.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "units.h"
+
+#define NUM_MAX 40 /* digits and point; more is a typo, not a value */
+
+static int fail(char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int fail(char *why, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, UNIT_WHY_MAX, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/*
+ * DIGITS[.DIGITS] at the start of s. Returns the length consumed and the
+ * value in *v, or 0 when s does not start with a number (or a too long one).
+ */
+static size_t scan_number(const char *s, double *v)
+{
+	char buf[NUM_MAX + 1];
+	size_t n = 0;
+
+	while (is_digit(s[n]))
+		n++;
+	if (!n)
+		return 0;
+	if (s[n] == '.' && is_digit(s[n + 1])) {
+		n++;
+		while (is_digit(s[n]))
+			n++;
+	}
+	if (n > NUM_MAX)
+		return 0;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	*v = strtod(buf, NULL);
+	return n;
+}
+
+/* The unit after a number: blanks allowed between, nothing after. */
+static const char *unit_after(const char *s, size_t n)
+{
+	s += n;
+	while (is_blank(*s))
+		s++;
+	return s;
+}
+
+int unit_parse_uint(const char *s, uint64_t *out, char *why)
+{
+	unsigned long long v;
+	char *end;
+	size_t n = 0;
+
+	while (is_digit(s[n]))
+		n++;
+	if (!n || s[n])
+		return fail(why, "expected a whole number");
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return fail(why, "number too large");
+	*out = v;
+	return 0;
+}
+
+struct unit {
+	const char *name;
+	double scale;
+};
+
+static const struct unit duration_units[] = {
+	{ "ns", 1 },
+	{ "us", 1e3 },
+	{ "\xc2\xb5s", 1e3 }, /* U+00B5 MICRO SIGN */
+	{ "\xce\xbcs", 1e3 }, /* U+03BC GREEK SMALL LETTER MU */
+	{ "ms", 1e6 },
+	{ "s", 1e9 },
+};
+
+int unit_parse_duration(const char *s, uint64_t *ns, char *why)
+{
+	const char *u;
+	double v;
+	size_t n = scan_number(s, &v);
+
+	if (!n)
+		return fail(why, "expected a number and a unit, e.g. 2ms");
+	u = unit_after(s, n);
+	if (!*u)
+		return fail(why, "missing unit; expected ns, us, \xc2\xb5s, ms or s");
+	for (size_t i = 0; i < sizeof(duration_units) / sizeof(*duration_units); i++) {
+		if (strcmp(u, duration_units[i].name))
+			continue;
+		v *= duration_units[i].scale;
+		if (v > 1e18)
+			return fail(why, "duration too large");
+		*ns = (uint64_t)llround(v);
+		return 0;
+	}
+	return fail(why, "unknown unit '%s'; expected ns, us, \xc2\xb5s, ms or s", u);
+}
+
+int unit_parse_percent(const char *s, double *fraction, char *why)
+{
+	const char *u;
+	double v;
+	size_t n = scan_number(s, &v);
+
+	if (!n)
+		return fail(why, "expected a percentage, e.g. 50%%");
+	u = unit_after(s, n);
+	if (!*u)
+		return fail(why, "missing '%%'; expected a percentage, e.g. 50%%");
+	if (strcmp(u, "%"))
+		return fail(why, "expected a percentage, e.g. 50%%, not '%s' after the number", u);
+	*fraction = v / 100;
+	return 0;
+}
+
+static const struct unit freq_units[] = {
+	{ "Hz", 1e-3 },
+	{ "kHz", 1 },
+	{ "MHz", 1e3 },
+	{ "GHz", 1e6 },
+};
+
+int unit_parse_frequency(const char *s, double *khz, char *why)
+{
+	const char *u;
+	double v;
+	size_t n = scan_number(s, &v);
+
+	if (!n)
+		return fail(why, "expected a number and a unit, e.g. 1.2GHz");
+	u = unit_after(s, n);
+	if (!*u)
+		return fail(why, "missing unit; expected Hz, kHz, MHz or GHz");
+	for (size_t i = 0; i < sizeof(freq_units) / sizeof(*freq_units); i++) {
+		if (strcasecmp(u, freq_units[i].name))
+			continue;
+		*khz = round(v * freq_units[i].scale);
+		return 0;
+	}
+	return fail(why, "unknown unit '%s'; expected Hz, kHz, MHz or GHz", u);
+}
+
+int unit_parse_percentile(const char *s, double *fraction, char *why)
+{
+	const char *p = s;
+	double v;
+	size_t n;
+
+	if (*p == 'p' || *p == 'P')
+		p++;
+	n = scan_number(p, &v);
+	if (!n || p[n])
+		return fail(why, "expected a percentile, e.g. 99, 99.9 or p99");
+	if (v > 0 && v < 1)
+		return fail(why, "below 1; percentiles are in percent: 99 (or p99) is the 99th");
+	if (v < 1)
+		return fail(why, "a percentile must be at least 1");
+	if (v >= 100)
+		return fail(why, "a percentile must be below 100");
+	*fraction = v / 100;
+	return 0;
+}
+
+int unit_parse_bool(const char *s, bool *out, char *why)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1" };
+	static const char *const no[] = { "no", "false", "off", "0" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++) {
+		if (!strcasecmp(s, yes[i]) || !strcasecmp(s, no[i])) {
+			*out = !strcasecmp(s, yes[i]);
+			return 0;
+		}
+	}
+	return fail(why, "expected yes or no");
+}
+
+int unit_parse_percent_bound(const char *s, double *v, char *why)
+{
+	return unit_parse_percent(s, v, why);
+}
+
+int unit_parse_weight_bound(const char *s, double *v, char *why)
+{
+	uint64_t u;
+	int r = unit_parse_uint(s, &u, why);
+
+	if (r < 0)
+		return r;
+	*v = (double)u;
+	return 0;
+}
+
+int unit_parse_frequency_bound(const char *s, double *v, char *why)
+{
+	return unit_parse_frequency(s, v, why);
+}
+
+/* s[0..len) without the blanks around it, as a string in buf; -EINVAL if too long. */
+static int trimmed(const char *s, size_t len, char *buf, size_t size, char *why)
+{
+	while (len && is_blank(*s))
+		s++, len--;
+	while (len && is_blank(s[len - 1]))
+		len--;
+	if (len >= size)
+		return fail(why, "value too long");
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	return 0;
+}
+
+/* One bound: parsed and within the spec's limits. */
+static int range_bound(const char *tok, const struct unit_range_spec *spec, double *v, char *why)
+{
+	char lim[64];
+	int r = spec->parse(tok, v, why);
+
+	if (r < 0)
+		return r;
+	if (*v < spec->min) {
+		spec->format(spec->min, lim, sizeof(lim));
+		return fail(why, "%s is below the minimum of %s", tok, lim);
+	}
+	if (*v > spec->max) {
+		spec->format(spec->max, lim, sizeof(lim));
+		return fail(why, "%s is above the maximum of %s", tok, lim);
+	}
+	return 0;
+}
+
+int unit_parse_range(const char *s, const struct unit_range_spec *spec, double *lo,
+		     double *hi, char *why)
+{
+	const char *dots = strstr(s, "..");
+	char a[128], b[128];
+	int r;
+
+	if (!dots) {
+		if (trimmed(s, strlen(s), a, sizeof(a), why) < 0)
+			return -EINVAL;
+		if (!strcmp(a, "max"))
+			return fail(why, "'max' is allowed only as the upper bound of a range, e.g. LOW..max");
+		r = range_bound(a, spec, lo, why);
+		if (r == 0)
+			*hi = *lo;
+		return r;
+	}
+	if (trimmed(s, dots - s, a, sizeof(a), why) < 0 ||
+	    trimmed(dots + 2, strlen(dots + 2), b, sizeof(b), why) < 0)
+		return -EINVAL;
+	if (!*a)
+		return fail(why, "missing lower bound before '..'");
+	if (!*b)
+		return fail(why, "missing upper bound after '..'");
+	if (!strcmp(a, "max"))
+		return fail(why, "'max' is allowed only as the upper bound of a range");
+	r = range_bound(a, spec, lo, why);
+	if (r < 0)
+		return r;
+	if (!strcmp(b, "max")) {
+		if (!spec->max_keyword)
+			return fail(why, "'max' is not allowed here; give a number");
+		*hi = INFINITY;
+		return 0;
+	}
+	r = range_bound(b, spec, hi, why);
+	if (r < 0)
+		return r;
+	if (*lo > *hi)
+		return fail(why, "lower bound %s is above upper bound %s", a, b);
+	return 0;
+}
+
+void unit_format_number(double v, char *buf, size_t len)
+{
+	if (isinf(v))
+		snprintf(buf, len, "max");
+	else
+		snprintf(buf, len, "%.10g", v);
+}
+
+void unit_format_duration(uint64_t ns, char *buf, size_t len)
+{
+	static const struct unit shown[] = { { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 } };
+
+	for (size_t i = 0; i < sizeof(shown) / sizeof(*shown); i++) {
+		if (ns >= shown[i].scale) {
+			snprintf(buf, len, "%.10g%s", ns / shown[i].scale, shown[i].name);
+			return;
+		}
+	}
+	snprintf(buf, len, "%lluns", (unsigned long long)ns);
+}
+
+void unit_format_percent(double fraction, char *buf, size_t len)
+{
+	if (isinf(fraction))
+		snprintf(buf, len, "max");
+	else
+		snprintf(buf, len, "%.10g%%", fraction * 100);
+}
+
+void unit_format_frequency(double khz, char *buf, size_t len)
+{
+	if (isinf(khz))
+		snprintf(buf, len, "max");
+	else if (khz >= 1e6)
+		snprintf(buf, len, "%.10gGHz", khz / 1e6);
+	else if (khz >= 1e3)
+		snprintf(buf, len, "%.10gMHz", khz / 1e3);
+	else
+		snprintf(buf, len, "%.10gkHz", khz);
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Values with units, as written in policy and config files: strict
+ * parsers (no exponents, signs, hex, inf/nan or locale) and the matching
+ * formatters. Every parser returns 0, or -EINVAL with a reason in words
+ * written to why (at least UNIT_WHY_MAX bytes). Pure: no I/O.
+ */
+#ifndef TW_UNITS_H
+#define TW_UNITS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define UNIT_WHY_MAX 256
+
+/* "200": a whole number. */
+int unit_parse_uint(const char *s, uint64_t *out, char *why);
+/* "2ms", "1.5 s", "250us", "250µs", "100ns": nanoseconds, rounded, at most 1e18. */
+int unit_parse_duration(const char *s, uint64_t *ns, char *why);
+/* "12.5%": the fraction 0.125. */
+int unit_parse_percent(const char *s, double *fraction, char *why);
+/* "1.2GHz", "800 MHz", "2000000kHz", "1200000000Hz" (unit in any case): kHz, rounded to whole kHz. */
+int unit_parse_frequency(const char *s, double *khz, char *why);
+/* "99", "99.9", "p99", "P99.9": the fraction 0.99, 0.999; from 1 to below 100. */
+int unit_parse_percentile(const char *s, double *fraction, char *why);
+/* yes/no, true/false, on/off, 1/0 (any case). */
+int unit_parse_bool(const char *s, bool *out, char *why);
+
+/* How one kind of range value is read, bounded and shown. */
+struct unit_range_spec {
+	int (*parse)(const char *s, double *v, char *why); /* one bound */
+	void (*format)(double v, char *buf, size_t len);
+	double min, max;    /* allowed values, inclusive */
+	bool max_keyword;   /* "max" (INFINITY) allowed as the upper bound */
+};
+
+/*
+ * "LO..HI", or a single value meaning LO == HI. Both bounds within
+ * [spec->min, spec->max] and LO <= HI.
+ */
+int unit_parse_range(const char *s, const struct unit_range_spec *spec, double *lo,
+		     double *hi, char *why);
+
+/* One range bound, for struct unit_range_spec.parse. */
+int unit_parse_percent_bound(const char *s, double *v, char *why);
+int unit_parse_weight_bound(const char *s, double *v, char *why);
+int unit_parse_frequency_bound(const char *s, double *v, char *why);
+
+/* Shortest exact-ish spelling: "2ms", "1.5s", "250us"; "12.5%"; "1.2GHz"; INFINITY as "max". */
+void unit_format_duration(uint64_t ns, char *buf, size_t len);
+void unit_format_percent(double fraction, char *buf, size_t len);
+void unit_format_frequency(double khz, char *buf, size_t len);
+void unit_format_number(double v, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Contention signals per cgroup: why a service is slow. A second BPF
+ * object (bpf/contention.bpf.c) aggregates scheduler, block I/O, VFS,
+ * futex, kernel lock, page fault, reclaim and TCP events per cgroup in the
+ * kernel; cgroupfs adds cpu.stat throttling and PSI. Read once per tick,
+ * like the request sensor.
+ */
+#ifndef TW_CONTENTION_H
+#define TW_CONTENTION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "hist.h"
+
+/* Signals that cost enough to be opt-in carry a flag here. */
+enum contention_signal {
+	CONT_SCHED = 1 << 0,   /* run-queue delay (sched_wakeup/sched_switch) */
+	CONT_BLOCK = 1 << 1,   /* block I/O bytes and latency */
+	CONT_VFS = 1 << 2,     /* regular-file read/write bytes */
+	CONT_FUTEX = 1 << 3,   /* futex wait time */
+	CONT_LOCK = 1 << 4,    /* kernel lock contention */
+	CONT_MEMORY = 1 << 5,  /* user page faults, memcg/direct reclaim */
+	CONT_NETWORK = 1 << 6, /* TCP retransmits and smoothed RTT */
+	CONT_ALL = (1 << 7) - 1,
+};
+
+/* Signals loaded unless asked otherwise: those within their overhead budget. */
+#define CONT_DEFAULT CONT_ALL
+
+struct contention_opts {
+	unsigned signals;       /* enum contention_signal mask to load */
+	const char *cgroup_base; /* "/sys/fs/cgroup" (tests pass a tree they build) */
+	uint32_t max_cgroups;
+};
+
+/*
+ * One cgroup's contention over one window. A double that is NAN, or a
+ * "has_" flag that is false, means unavailable (JSON null).
+ */
+struct contention_sample {
+	uint64_t cgroup_id;
+	double interval_s;
+	/* scheduler */
+	struct hist runq;        /* wakeup -> on CPU, ns */
+	double runq_delay_s;     /* total run-queue wait in the window */
+	double cpu_usage_s;      /* CPU time used (cpuacct.usage / cpu.stat usage_usec) */
+	double cpu_throttled_s;  /* cpu.stat throttled_time / throttled_usec */
+	double cpu_throttled_periods;
+	/* block I/O, attributed to the issuing cgroup */
+	double io_read_bytes, io_write_bytes;
+	struct hist io;          /* issue -> complete, ns */
+	/* VFS, regular files only */
+	double vfs_read_bytes, vfs_write_bytes;
+	/* synchronisation */
+	double futex_wait_s;
+	double lock_contention_s;
+	/* memory */
+	double page_faults;
+	double reclaim_s;
+	/* network */
+	double tcp_retransmits;
+	double tcp_srtt_us;      /* mean smoothed RTT of the window's samples */
+	/* PSI avg10 percentages */
+	double psi_cpu_some, psi_io_some, psi_memory_some;
+};
+
+struct contention;
+struct contention_snapshot;
+
+/*
+ * Load and attach the signals in opts->signals that this kernel supports.
+ * 0 or -errno with *why set. Signals the kernel lacks are left out, not
+ * errors: contention_missing() says which, and why.
+ */
+int contention_open(const struct contention_opts *opts, struct contention **out,
+		    const char **why);
+void contention_free(struct contention *c);
+/* Mask of signals actually running. */
+unsigned contention_signals(const struct contention *c);
+/* One line naming each requested signal that could not run and why ("" if none). */
+const char *contention_missing(const struct contention *c);
+
+/* Read the BPF maps. 0 or -errno. */
+int contention_read(struct contention *c, struct contention_snapshot **out);
+void contention_snapshot_free(struct contention_snapshot *s);
+
+/*
+ * Window sample of one cgroup: BPF figures from the two snapshots, cgroupfs
+ * figures (cpu.stat, PSI) read now from the cgroup at path rel (relative to
+ * the cgroup root, leading '/'). prev may be NULL. 0 or -errno.
+ */
+int contention_sample(struct contention *c, const struct contention_snapshot *now,
+		      const struct contention_snapshot *prev, uint64_t id, const char *rel,
+		      double interval_s, struct contention_sample *out);
+
+/* Events left uncounted over a window, all cgroups together. */
+struct contention_drops {
+	uint64_t cgroups; /* cgroup table full (max_cgroups) */
+	uint64_t stamps;  /* no room for a per-thread or per-request stamp */
+	uint64_t absurd;  /* waits longer than a minute: a lost stamp */
+};
+
+void contention_drops(const struct contention_snapshot *now,
+		      const struct contention_snapshot *prev, struct contention_drops *d);
+/* Forget a cgroup that no longer exists (frees its map entries). */
+void contention_forget(struct contention *c, uint64_t id);
+
+#endif

@@ -1,0 +1,896 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests for the policy engine (policies/engine.c): synthetic windows
+ * in, actions out. A test feeds the values the engine asked for back in as
+ * the knobs' current values, as the controller does after a write.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include "engine.h"
+
+#define MS 1000000ULL
+#define SEC 1000000000ULL
+#define MAX_SVC 4
+
+/*
+ * policies/action.c holds the real one; this weak copy only lets the test
+ * link on a tree that lacks it.
+ */
+__attribute__((weak)) const char *knob_kind_name(enum knob_kind k)
+{
+	static const char *const names[] = { "cpu.max", "cpu.weight", "io.weight", "cpufreq" };
+
+	return (unsigned)k < KNOB_MAX ? names[k] : "?";
+}
+
+struct fx {
+	struct policy pol[MAX_SVC];
+	struct policy_set set;
+	struct engine *e;
+	struct engine_input in[MAX_SVC];
+	struct action acts[MAX_SVC * KNOB_MAX];
+	uint64_t now;
+	int n; /* actions of the last tick */
+};
+
+static struct policy_range range(double lo, double hi)
+{
+	return (struct policy_range){ .lo = lo, .hi = hi, .set = true };
+}
+
+static void lc_policy(struct policy *p, const char *name)
+{
+	memset(p, 0, sizeof(*p));
+	p->name = (char *)name;
+	p->file = (char *)"test.policy";
+	p->cgroup = (char *)"/lc";
+	p->klass = POLICY_LATENCY_CRITICAL;
+	p->percentile = 0.99;
+	p->target_ns = 2 * MS;
+	p->min_requests = 200;
+	p->window_ns = SEC;
+}
+
+static void be_policy(struct policy *p, const char *name)
+{
+	memset(p, 0, sizeof(*p));
+	p->name = (char *)name;
+	p->file = (char *)"test.policy";
+	p->cgroup = (char *)"/be";
+	p->klass = POLICY_BEST_EFFORT;
+	p->cpu_weight = range(10, 100);
+	p->cpu_quota = range(0.1, INFINITY);
+}
+
+static void no_knobs(struct engine_input *in)
+{
+	for (int k = 0; k < KNOB_MAX; k++)
+		in->knob[k] = NAN;
+}
+
+/* web (latency-critical, p99 <= 2ms) and batch (best-effort, weight 100, no quota). */
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return -1;
+	lc_policy(&f->pol[0], "web");
+	be_policy(&f->pol[1], "batch");
+	f->set.v = f->pol;
+	f->set.n = 2;
+	for (int i = 0; i < MAX_SVC; i++)
+		no_knobs(&f->in[i]);
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	f->in[1].knob[KNOB_CPU_QUOTA] = INFINITY;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	engine_free(f->e);
+	free(f);
+	return 0;
+}
+
+static void start(struct fx *f)
+{
+	f->e = engine_new(&f->set);
+	assert_non_null(f->e);
+}
+
+/* One tick at f->now: run the engine and apply what it decided. */
+static int run_tick(struct fx *f)
+{
+	f->n = engine_tick(f->e, f->now, f->in, f->acts, sizeof(f->acts) / sizeof(*f->acts));
+	assert_true(f->n >= 0);
+	for (int i = 0; i < f->n; i++)
+		f->in[f->acts[i].service].knob[f->acts[i].knob] = f->acts[i].new_value;
+	for (size_t i = 0; i < f->set.n; i++)
+		f->in[i].have_window = false;
+	return f->n;
+}
+
+/* A window of web ends a second later with p99 lat_ms over requests. */
+static int window(struct fx *f, double lat_ms, uint64_t requests, const struct diagnosis *d)
+{
+	f->now += SEC;
+	f->in[0].have_window = true;
+	f->in[0].latency_ns = lat_ms * MS;
+	f->in[0].requests = requests;
+	f->in[0].diag = d;
+	return run_tick(f);
+}
+
+static const struct action *find(const struct fx *f, int svc, enum knob_kind k)
+{
+	for (int i = 0; i < f->n; i++)
+		if (f->acts[i].service == svc && f->acts[i].knob == k)
+			return &f->acts[i];
+	return NULL;
+}
+
+static struct diagnosis diag(enum diag_dominant d, enum diag_cause c)
+{
+	struct diagnosis x = { .dominant = d, .cause = c };
+
+	if (d != DIAG_NONE) {
+		x.n_evidence = 1;
+		x.evidence[0] = (struct diag_evidence){ .signal = "runq_delay_us.p99", .value = 930,
+							.baseline = 100, .ratio = 9.3 };
+	}
+	return x;
+}
+
+/* Violations cut cpu.weight by halves to its floor, then cpu.max. */
+static void test_cuts_weight_then_quota(void **state)
+{
+	static const double weights[] = { 50, 25, 13, 10 };
+	static const double quotas[] = { 0.5, 0.25, 0.125, 0.1 };
+	struct fx *f = *state;
+
+	start(f);
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(window(f, 3.42, 1000, NULL), 1);
+		assert_non_null(find(f, 1, KNOB_CPU_WEIGHT));
+		assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == weights[i]);
+		assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
+	}
+	/* A whole window at the floor, still violated: now the quota. */
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(window(f, 3.42, 1000, NULL), 1);
+		assert_non_null(find(f, 1, KNOB_CPU_QUOTA));
+		assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], quotas[i], 1e-9);
+	}
+	assert_string_equal(f->acts[0].reason,
+			    "web p99 3.42ms > target 2ms (slack -0.71); no diagnosis: CPU knobs on "
+			    "slack alone; cut batch cpu.max 12.5% -> 10% (cpu.weight at its floor "
+			    "for a window; multiplicative cut, floor 10%)");
+	/* Nothing left to take: no action, however bad. */
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(window(f, 10, 1000, NULL), 0);
+	assert_float_equal(engine_slack(f->e, 0), -4, 1e-9);
+}
+
+/* The reason says which signal, which value, which rule. */
+static void test_reason_in_words(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
+
+	start(f);
+	assert_int_equal(window(f, 3.42, 1000, &d), 1);
+	assert_string_equal(f->acts[0].reason,
+			    "web p99 3.42ms > target 2ms (slack -0.71); diagnosis cpu/interference "
+			    "(runq_delay_us.p99 \u00d79.3); cut batch cpu.weight 100 -> 50 "
+			    "(multiplicative cut, floor 10)");
+	assert_int_equal(f->acts[0].service, 1);
+	assert_true(f->acts[0].old_value == 100 && f->acts[0].new_value == 50);
+	assert_string_equal(engine_verdict(f->e, 0),
+			    "violation: web p99 3.42ms > target 2ms (slack -0.71); diagnosis "
+			    "cpu/interference (runq_delay_us.p99 \u00d79.3)");
+	assert_string_equal(engine_verdict(f->e, 1), "best-effort: no objective");
+	assert_null(engine_verdict(f->e, 2));
+}
+
+/* The first cut of an unlimited quota halves what the service uses. */
+static void test_quota_from_max_halves_use(void **state)
+{
+	struct fx *f = *state;
+
+	f->pol[1].cpu_weight.set = false; /* weight not ours: quota at once */
+	f->in[1].cpu_usage = 3.0;
+	start(f);
+	assert_int_equal(window(f, 5, 1000, NULL), 1);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 1.5, 1e-9);
+	assert_non_null(strstr(f->acts[0].reason, "cut batch cpu.max max -> 150% (cpu.weight not ours "
+						  "to move; half of its use 300%; multiplicative cut"));
+	assert_true(isnan(f->in[1].knob[KNOB_IO_WEIGHT]));
+}
+
+/* Sustained slack gives back additively, up to the bound and no further. */
+static void test_gives_back_to_bound(void **state)
+{
+	struct fx *f = *state;
+	uint64_t last_cut;
+	double prev = 10;
+	int gives = 0;
+
+	f->pol[1].cpu_quota.set = false;
+	start(f);
+	for (int i = 0; i < 4; i++)
+		window(f, 3, 1000, NULL);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
+	last_cut = f->now;
+	for (int i = 0; i < 60; i++) {
+		window(f, 1, 1000, NULL);
+		if (!f->n)
+			continue;
+		assert_int_equal(f->n, 1);
+		assert_true(f->acts[0].new_value > f->acts[0].old_value);
+		assert_true(f->acts[0].new_value - f->acts[0].old_value <= 9);
+		if (!gives++) {
+			/* 3 windows of slack, and 4 since the last cut. */
+			assert_true(f->now - last_cut >= 4 * SEC);
+			assert_string_equal(f->acts[0].reason,
+					    "web p99 1ms <= target 2ms (slack 0.50, 4 windows above 0.20); "
+					    "give back batch cpu.weight 10 -> 19 (additive +10% of the way "
+					    "back to 100)");
+		}
+		prev = f->acts[0].new_value;
+	}
+	assert_int_equal(gives, 10);
+	assert_true(prev == 100);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	assert_string_equal(engine_verdict(f->e, 0),
+			    "large slack: web p99 1ms <= target 2ms (slack 0.50, 60 windows above 0.20)");
+}
+
+/* A give-back returns what was taken: not above the first value seen. */
+static void test_gives_back_only_what_was_taken(void **state)
+{
+	struct fx *f = *state;
+
+	f->pol[1].cpu_quota.set = false;
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 40;
+	start(f);
+	window(f, 3, 1000, NULL);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 20);
+	for (int i = 0; i < 100; i++) {
+		window(f, 0.5, 1000, NULL);
+		assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] <= 40);
+	}
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 40);
+
+	/* Never cut, never given: large slack alone raises nothing. */
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 30;
+	engine_free(f->e);
+	start(f);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(window(f, 0.5, 1000, NULL), 0);
+}
+
+/* Quota goes home before weight; an unlimited quota ends unlimited again. */
+static void test_gives_back_quota_first(void **state)
+{
+	struct fx *f = *state;
+	bool weight_moved = false;
+
+	f->in[1].cpu_usage = 2;
+	start(f);
+	for (int i = 0; i < 6; i++)
+		window(f, 3, 1000, NULL);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.5, 1e-9);
+	for (int i = 0; i < 100; i++) {
+		window(f, 0.5, 1000, NULL);
+		if (find(f, 1, KNOB_CPU_WEIGHT)) {
+			weight_moved = true;
+			assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
+		}
+		if (find(f, 1, KNOB_CPU_QUOTA))
+			assert_false(weight_moved);
+	}
+	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+}
+
+/* Direction changes of batch's knobs over a run. */
+static int reversals(struct fx *f, int ticks, double (*lat_ms)(int), int *changes)
+{
+	int last[KNOB_MAX] = { 0 }, rev = 0;
+
+	*changes = 0;
+	for (int i = 0; i < ticks; i++) {
+		window(f, lat_ms(i), 1000, NULL);
+		for (int a = 0; a < f->n; a++) {
+			int dir = f->acts[a].new_value > f->acts[a].old_value ? 1 : -1;
+			enum knob_kind k = f->acts[a].knob;
+
+			rev += last[k] && last[k] != dir;
+			last[k] = dir;
+			++*changes;
+		}
+	}
+	return rev;
+}
+
+static double around_target(int i)
+{
+	return i % 2 ? 2.1 : 1.9; /* slack -0.05, +0.05 */
+}
+
+static double around_give(int i)
+{
+	return i % 2 ? 1.5 : 1.7; /* slack 0.25, 0.15 */
+}
+
+static double in_hold_band(int i)
+{
+	return 1.62 + 0.36 * ((i * 7919) % 100) / 100.0; /* slack 0.01 .. 0.19 */
+}
+
+/* A signal oscillating around the target cuts down to the floors, then holds. */
+static void test_no_flapping(void **state)
+{
+	struct fx *f = *state;
+	int changes;
+
+	f->in[1].cpu_usage = 1;
+	start(f);
+	assert_int_equal(reversals(f, 50, around_target, &changes), 0);
+	/* weight 100 -> 50 -> 25 -> 13 -> 10, quota max -> 50% -> 25% -> 12.5% -> 10% */
+	assert_int_equal(changes, 8);
+	/* Around the give-back threshold: the streak never reaches 3. */
+	assert_int_equal(reversals(f, 50, around_give, &changes), 0);
+	assert_int_equal(changes, 0);
+	assert_int_equal(reversals(f, 50, in_hold_band, &changes), 0);
+	assert_int_equal(changes, 0);
+}
+
+/* Too few requests: no verdict, no action, and the reason is given. */
+static void test_too_few_requests(void **state)
+{
+	struct fx *f = *state;
+
+	start(f);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(window(f, 50, 199, NULL), 0);
+	assert_string_equal(engine_verdict(f->e, 0),
+			    "no verdict: 199 requests in the window < MinRequests 200");
+	assert_true(isnan(engine_slack(f->e, 0)));
+	assert_int_equal(window(f, -1, 0, NULL), 0);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+
+	/* A window without a verdict breaks a slack streak. */
+	window(f, 3, 1000, NULL);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
+	for (int i = 0; i < 20; i++) {
+		window(f, 0.5, 1000, NULL);
+		window(f, 0.5, 1000, NULL);
+		assert_int_equal(window(f, 0.5, 10, NULL), 0);
+	}
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
+
+	/* No window at all (ticks between windows): nothing either. */
+	for (int i = 0; i < 5; i++) {
+		f->now += SEC / 10;
+		assert_int_equal(run_tick(f), 0);
+	}
+}
+
+/* Cooldowns hold with late timers and with a caller that slides its window. */
+static void test_cooldown(void **state)
+{
+	struct fx *f = *state;
+	uint64_t t_cut[8], t_give[16];
+	int cuts = 0, gives = 0;
+
+	f->pol[1].cpu_quota.set = false;
+	f->pol[0].window_ns = 2 * SEC;
+	start(f);
+	/* Windows end every 2s, each up to 200 ms late: one cut per window. */
+	for (int i = 0; i < 4; i++) {
+		f->now = (i + 1) * 2 * SEC + (i % 2 ? 200 * MS : 0);
+		f->in[0] = (struct engine_input){ .have_window = true, .requests = 1000,
+						  .latency_ns = 3 * MS };
+		no_knobs(&f->in[0]);
+		assert_int_equal(run_tick(f), 1);
+		t_cut[cuts++] = f->now;
+	}
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
+	/* Large slack, windows every 2 s: give-backs 4 windows after the cut, then every 2. */
+	for (int i = 0; i < 40; i++) {
+		f->now = t_cut[cuts - 1] + (i + 1) * 2 * SEC;
+		f->in[0].have_window = true;
+		f->in[0].latency_ns = 1 * MS;
+		if (run_tick(f))
+			t_give[gives++] = f->now;
+	}
+	assert_int_equal(gives, 10);
+	assert_true(t_give[0] - t_cut[cuts - 1] == 8 * SEC);
+	for (int i = 1; i < gives; i++)
+		assert_true(t_give[i] - t_give[i - 1] == 4 * SEC);
+
+	/* A caller with a window every 100 ms tick: cuts stay 3/4 of a window apart. */
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	engine_free(f->e);
+	start(f);
+	cuts = 0;
+	for (int i = 1; i <= 80; i++) {
+		f->now = 1000 * SEC + i * 100 * MS;
+		f->in[0].have_window = true;
+		f->in[0].latency_ns = 3 * MS;
+		if (run_tick(f))
+			t_cut[cuts++] = f->now;
+		if (cuts == 4)
+			break;
+	}
+	assert_int_equal(cuts, 4);
+	for (int i = 1; i < cuts; i++)
+		assert_true(t_cut[i] - t_cut[i - 1] == 1500 * MS);
+}
+
+/* A give-back that hurt is undone one window later, not four. */
+static void test_protect_after_give_back(void **state)
+{
+	struct fx *f = *state;
+	uint64_t t_give = 0;
+
+	f->pol[1].cpu_quota.set = false;
+	start(f);
+	window(f, 3, 1000, NULL); /* 100 -> 50 */
+	while (!t_give) {
+		window(f, 1, 1000, NULL);
+		if (f->n)
+			t_give = f->now;
+	}
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 59);
+	assert_int_equal(window(f, 3, 1000, NULL), 1);
+	assert_true(f->now - t_give == SEC);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 30);
+}
+
+/* Lock contention and the service's own load: neighbours are not throttled. */
+static void test_lock_and_load_spare_neighbours(void **state)
+{
+	static const struct {
+		enum diag_dominant d;
+		enum diag_cause c;
+		const char *why;
+	} cases[] = {
+		{ DIAG_LOCK, DIAG_CAUSE_UNKNOWN, "lock contention: neighbours not throttled" },
+		{ DIAG_LOCK, DIAG_CAUSE_INTERFERENCE, "lock contention: neighbours not throttled" },
+		{ DIAG_CPU, DIAG_CAUSE_LOAD, "the service's own load: neighbours not throttled" },
+		{ DIAG_IO, DIAG_CAUSE_LOAD, "the service's own load: neighbours not throttled" },
+		{ DIAG_NONE, DIAG_CAUSE_LOAD, "the service's own load: neighbours not throttled" },
+		{ DIAG_NETWORK, DIAG_CAUSE_INTERFERENCE, "network: no knob for it, neighbours not throttled" },
+	};
+	struct fx *f = *state;
+
+	f->pol[0].cpu_freq_khz = range(1200000, INFINITY);
+	f->pol[1].io_weight = range(10, 100);
+	f->in[1].knob[KNOB_IO_WEIGHT] = 100;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(*cases); c++) {
+		struct diagnosis d = diag(cases[c].d, cases[c].c);
+
+		f->in[0].knob[KNOB_CPU_FREQ] = 1500000;
+		engine_free(f->e);
+		start(f);
+		/* The frequency may still rise: to what was seen, the ceiling of "max". */
+		f->in[0].knob[KNOB_CPU_FREQ] = 3000000;
+		window(f, 1, 1000, NULL);
+		f->in[0].knob[KNOB_CPU_FREQ] = 1500000;
+		assert_int_equal(window(f, 5, 1000, &d), 1);
+		assert_non_null(find(f, 0, KNOB_CPU_FREQ));
+		assert_true(f->in[0].knob[KNOB_CPU_FREQ] == 3000000);
+		for (int i = 0; i < 20; i++)
+			assert_int_equal(window(f, 5, 1000, &d), 0);
+		assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+		assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
+		assert_true(f->in[1].knob[KNOB_IO_WEIGHT] == 100);
+		assert_non_null(strstr(engine_verdict(f->e, 0), cases[c].why));
+	}
+}
+
+/* The service's own CPU load: its own quota rises, neighbours are spared. */
+static void test_own_load_raises_own_quota(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_LOAD);
+
+	f->pol[0].cpu_quota = range(0.5, 4);
+	f->pol[0].cpu_weight = range(100, 1000);
+	f->in[0].knob[KNOB_CPU_QUOTA] = 1;
+	f->in[0].knob[KNOB_CPU_WEIGHT] = 100;
+	start(f);
+	assert_int_equal(window(f, 3, 1000, &d), 1);
+	assert_string_equal(f->acts[0].reason,
+			    "web p99 3ms > target 2ms (slack -0.50); diagnosis cpu/load "
+			    "(runq_delay_us.p99 \u00d79.3); raise web cpu.max 100% -> 200% "
+			    "(multiplicative raise)");
+	assert_int_equal(window(f, 3, 1000, &d), 1);
+	assert_true(f->in[0].knob[KNOB_CPU_QUOTA] == 4);
+	assert_int_equal(window(f, 3, 1000, &d), 0);
+	assert_true(f->in[0].knob[KNOB_CPU_WEIGHT] == 100);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+}
+
+/* An I/O diagnosis cuts io.weight, not the CPU knobs; memory goes to the quota. */
+static void test_io_and_memory_routes(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis io = diag(DIAG_IO, DIAG_CAUSE_INTERFERENCE);
+	struct diagnosis mem = diag(DIAG_MEMORY, DIAG_CAUSE_UNKNOWN);
+
+	f->pol[1].io_weight = range(10, 1000);
+	f->in[1].knob[KNOB_IO_WEIGHT] = 500;
+	f->pol[0].io_weight = range(100, 1000);
+	f->in[0].knob[KNOB_IO_WEIGHT] = 100;
+	f->in[1].cpu_usage = 1;
+	start(f);
+	assert_int_equal(window(f, 3, 1000, &io), 2);
+	assert_true(f->in[1].knob[KNOB_IO_WEIGHT] == 250);
+	assert_true(f->in[0].knob[KNOB_IO_WEIGHT] == 200); /* given to web */
+	assert_non_null(strstr(find(f, 0, KNOB_IO_WEIGHT)->reason,
+			       "raise web io.weight 100 -> 200 (multiplicative raise)"));
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
+
+	assert_int_equal(window(f, 3, 1000, &mem), 1);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.5, 1e-9);
+	assert_non_null(strstr(f->acts[0].reason, "weight cannot reach memory interference"));
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	assert_true(f->in[1].knob[KNOB_IO_WEIGHT] == 250);
+}
+
+/* A latency-critical service is given to, and never throttled below its own value. */
+static void test_latency_critical_never_throttled(void **state)
+{
+	struct fx *f = *state;
+	double lo[KNOB_MAX];
+
+	f->pol[0].cpu_weight = range(10, 1000);
+	f->pol[0].io_weight = range(10, 1000);
+	f->pol[0].cpu_quota = range(0.5, 8);
+	f->in[0].knob[KNOB_CPU_WEIGHT] = 100;
+	f->in[0].knob[KNOB_IO_WEIGHT] = 100;
+	f->in[0].knob[KNOB_CPU_QUOTA] = 1;
+	memcpy(lo, f->in[0].knob, sizeof(lo));
+	start(f);
+	window(f, 3, 1000, NULL);
+	assert_true(f->in[0].knob[KNOB_CPU_WEIGHT] == 200);
+	assert_true(f->in[0].knob[KNOB_CPU_QUOTA] == 2);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
+	for (int i = 0; i < 300; i++) {
+		double lat = i < 100 ? (i % 3 ? 3 : 1) : i < 200 ? 0.2 : (i % 7 ? 0.5 : 4);
+
+		window(f, lat, 1000, NULL);
+		for (int a = 0; a < f->n; a++)
+			if (f->acts[a].service == 0)
+				assert_true(f->acts[a].new_value >= lo[f->acts[a].knob]);
+	}
+	/* After the long quiet stretch it came back to exactly where it was. */
+	for (int i = 0; i < 100; i++)
+		window(f, 0.2, 1000, NULL);
+	assert_true(f->in[0].knob[KNOB_CPU_WEIGHT] == 100);
+	assert_true(f->in[0].knob[KNOB_CPU_QUOTA] == 1);
+	assert_true(f->in[0].knob[KNOB_IO_WEIGHT] == 100);
+}
+
+/* A knob someone else changed is left alone; the quota takes over. */
+static void test_overridden_knob_left_alone(void **state)
+{
+	struct fx *f = *state;
+
+	f->in[1].cpu_usage = 1;
+	start(f);
+	window(f, 3, 1000, NULL);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 80;
+	engine_knob_overridden(f->e, 1, KNOB_CPU_WEIGHT);
+	engine_knob_overridden(f->e, 7, KNOB_CPU_WEIGHT); /* ignored */
+	assert_int_equal(window(f, 3, 1000, NULL), 1);
+	assert_non_null(find(f, 1, KNOB_CPU_QUOTA));
+	assert_non_null(strstr(f->acts[0].reason, "cpu.weight not ours to move"));
+	for (int i = 0; i < 20; i++) {
+		window(f, 3, 1000, NULL);
+		assert_null(find(f, 1, KNOB_CPU_WEIGHT));
+	}
+	for (int i = 0; i < 100; i++) {
+		window(f, 0.5, 1000, NULL);
+		assert_null(find(f, 1, KNOB_CPU_WEIGHT));
+	}
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 80);
+	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
+}
+
+/* Frequency up at low slack, down (for energy) at large slack, never when NAN. */
+static void test_frequency(void **state)
+{
+	struct fx *f = *state;
+	double prev;
+
+	f->pol[0].cpu_freq_khz = range(1200000, 3000000);
+	f->in[0].knob[KNOB_CPU_FREQ] = 2000000;
+	f->pol[1].cpu_weight.set = false;
+	f->pol[1].cpu_quota.set = false;
+	start(f);
+	/* Slack 0.025: no violation, but the frequency rises at once. */
+	assert_int_equal(window(f, 1.95, 1000, NULL), 1);
+	assert_true(f->in[0].knob[KNOB_CPU_FREQ] == 3000000);
+	assert_string_equal(f->acts[0].reason, "web p99 1.95ms <= target 2ms (slack 0.03); raise web "
+					       "cpufreq 2000MHz -> 3000MHz (slack below 0.05: frequency "
+					       "to the ceiling)");
+	/* Large slack: 10% of the range down, every other window, to the floor. */
+	prev = 3000000;
+	for (int i = 0; i < 60; i++) {
+		window(f, 0.5, 1000, NULL);
+		if (!f->n)
+			continue;
+		assert_true(prev - f->acts[0].new_value <= 180000);
+		prev = f->acts[0].new_value;
+	}
+	assert_true(f->in[0].knob[KNOB_CPU_FREQ] == 1200000);
+	assert_int_equal(window(f, 3, 1000, NULL), 1);
+	assert_true(f->in[0].knob[KNOB_CPU_FREQ] == 3000000);
+
+	/* Unavailable: never touched. */
+	f->in[0].knob[KNOB_CPU_FREQ] = NAN;
+	for (int i = 0; i < 30; i++) {
+		window(f, i < 10 ? 4 : 0.2, 1000, NULL);
+		assert_int_equal(f->n, 0);
+	}
+	/* Available, but not in the policy: never touched. */
+	f->in[0].knob[KNOB_CPU_FREQ] = 2000000;
+	f->pol[0].cpu_freq_khz.set = false;
+	for (int i = 0; i < 30; i++)
+		assert_int_equal(window(f, i < 10 ? 4 : 0.2, 1000, NULL), 0);
+}
+
+/* Any latency-critical service's violation cuts; a give-back needs them all. */
+static void test_several_latency_critical(void **state)
+{
+	struct fx *f = *state;
+
+	lc_policy(&f->pol[2], "api");
+	f->pol[2].target_ns = 10 * MS;
+	f->set.n = 3;
+	f->pol[1].cpu_quota.set = false;
+	start(f);
+	/* web fine, api violated: cut, named api. */
+	f->in[2] = (struct engine_input){ .have_window = true, .requests = 500, .latency_ns = 12 * MS };
+	no_knobs(&f->in[2]);
+	assert_int_equal(window(f, 1.5, 1000, NULL), 1);
+	assert_non_null(strstr(f->acts[0].reason, "api p99 12ms > target 10ms (slack -0.20)"));
+	/* Both violated: the worse one is named. */
+	f->in[2].have_window = true;
+	assert_int_equal(window(f, 3, 1000, NULL), 1);
+	assert_true(strncmp(f->acts[0].reason, "web p99 3ms", 11) == 0);
+	/* web in large slack, api holds: no give-back. */
+	for (int i = 0; i < 10; i++) {
+		f->in[2].have_window = true;
+		f->in[2].latency_ns = 9 * MS;
+		assert_int_equal(window(f, 0.5, 1000, NULL), 0);
+	}
+	/* api stops reporting: its verdict expires after 3 windows, web alone decides. */
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(window(f, 0.5, 1000, NULL), 0);
+	assert_int_equal(window(f, 0.5, 1000, NULL), 1);
+	assert_string_equal(engine_verdict(f->e, 2), "no verdict: no window for 3 windows");
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] > 25);
+}
+
+/* Too small an action array: -ENOSPC, and nothing is remembered. */
+static void test_enospc(void **state)
+{
+	struct fx *f = *state;
+	struct action one;
+
+	start(f);
+	f->now = SEC;
+	f->in[0] = (struct engine_input){ .have_window = true, .requests = 1000, .latency_ns = 3 * MS };
+	no_knobs(&f->in[0]);
+	assert_int_equal(engine_tick(f->e, f->now, f->in, &one, 0), -ENOSPC);
+	assert_int_equal(engine_tick(f->e, f->now, f->in, &one, 1), 1);
+	assert_true(one.new_value == 50);
+}
+
+/* splitmix64: the same sequence every run. */
+static uint64_t rng_state = 42;
+
+static uint64_t rng_next(void)
+{
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static double rng_unit(void)
+{
+	return (rng_next() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static const struct policy_range *prange(const struct policy *p, enum knob_kind k)
+{
+	return k == KNOB_CPU_QUOTA ? &p->cpu_quota : k == KNOB_CPU_WEIGHT ? &p->cpu_weight
+		     : k == KNOB_IO_WEIGHT ? &p->io_weight : &p->cpu_freq_khz;
+}
+
+struct prop {
+	double home[MAX_SVC][KNOB_MAX];
+	bool hands_off[MAX_SVC][KNOB_MAX];
+	uint64_t last_ns[MAX_SVC][KNOB_MAX];
+	int last_dir[MAX_SVC][KNOB_MAX];
+	unsigned cuts, gives, raises, lowers;
+};
+
+/* Every rule an action must keep, whatever came before. */
+static void check_action(const struct fx *f, struct prop *pr, const struct action *a, uint64_t now)
+{
+	const struct policy *p = &f->pol[a->service];
+	const struct policy_range *r = prange(p, a->knob);
+	double old = a->old_value, new = a->new_value, home = pr->home[a->service][a->knob];
+	int dir = new > old ? 1 : -1;
+	uint64_t since = now - pr->last_ns[a->service][a->knob];
+
+	assert_true(r->set);
+	assert_false(pr->hands_off[a->service][a->knob]);
+	assert_true(new >= r->lo && new <= r->hi);
+	assert_false(isnan(new) || new == old);
+	assert_true(old == f->in[a->service].knob[a->knob] ||
+		    (isinf(old) && isinf(f->in[a->service].knob[a->knob])));
+	if (p->klass == POLICY_LATENCY_CRITICAL) {
+		if (dir < 0 && a->knob != KNOB_CPU_FREQ)
+			assert_true(new >= home);
+		if (dir < 0)
+			assert_true(old - new <= 0.1 * (r->hi - r->lo) + 1 || new == home);
+		if (dir > 0 && a->knob != KNOB_CPU_FREQ)
+			assert_true(new <= 2 * old);
+		dir > 0 ? pr->raises++ : pr->lowers++;
+	} else {
+		assert_true(a->knob != KNOB_CPU_FREQ);
+		if (dir < 0 && isfinite(old) && old <= r->hi)
+			assert_true(new >= old / 2 - 1e-9);
+		if (dir > 0) {
+			assert_true(new <= home);
+			if (isfinite(r->hi))
+				assert_true(new - old <= 0.1 * (r->hi - r->lo) + 1);
+		}
+		dir < 0 ? pr->cuts++ : pr->gives++;
+	}
+	/* Cooldowns, in the shortest window of the set (1 s), less a quarter. */
+	if (pr->last_dir[a->service][a->knob]) {
+		int last = pr->last_dir[a->service][a->knob];
+		bool protect = (p->klass == POLICY_BEST_EFFORT) == (dir < 0);
+		bool last_protect = (p->klass == POLICY_BEST_EFFORT) == (last < 0);
+
+		assert_true(since >= 750 * MS);
+		if (!protect)
+			assert_true(since >= (last_protect ? 3750 : 1750) * MS);
+	}
+	pr->last_dir[a->service][a->knob] = dir;
+	pr->last_ns[a->service][a->knob] = now;
+}
+
+static struct diagnosis random_diag(void)
+{
+	return diag(rng_next() % 6, rng_next() % 3);
+}
+
+/* Long random sequences: bounds, steps, cooldowns and hands-off always hold. */
+static void test_random_sequences_keep_the_rules(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d[2];
+	struct prop pr = { 0 };
+
+	lc_policy(&f->pol[2], "api");
+	f->pol[2].window_ns = 3 * SEC;
+	f->pol[2].min_requests = 50;
+	f->pol[0].cpu_weight = range(100, 2000);
+	f->pol[0].cpu_quota = range(1, INFINITY);
+	f->pol[0].cpu_freq_khz = range(800000, INFINITY);
+	f->pol[2].io_weight = range(50, 500);
+	f->pol[2].cpu_freq_khz = range(1000000, 2500000);
+	be_policy(&f->pol[3], "hog");
+	f->pol[3].cpu_weight = range(1, 10000);
+	f->pol[3].cpu_quota = range(0.05, 4);
+	f->pol[3].io_weight = range(5, 200);
+	f->pol[1].io_weight = range(10, 100);
+	f->set.n = 4;
+	f->in[0].knob[KNOB_CPU_WEIGHT] = 50;   /* below its range */
+	f->in[0].knob[KNOB_CPU_QUOTA] = 2;
+	f->in[0].knob[KNOB_CPU_FREQ] = 2400000;
+	f->in[2].knob[KNOB_IO_WEIGHT] = 100;
+	f->in[2].knob[KNOB_CPU_FREQ] = 1800000;
+	f->in[1].knob[KNOB_IO_WEIGHT] = 100;
+	f->in[3].knob[KNOB_CPU_WEIGHT] = 20000; /* above its range */
+	f->in[3].knob[KNOB_CPU_QUOTA] = INFINITY;
+	f->in[3].knob[KNOB_IO_WEIGHT] = 100;
+	for (int i = 0; i < MAX_SVC; i++)
+		for (int k = 0; k < KNOB_MAX; k++) {
+			const struct policy_range *r = prange(&f->pol[i], k);
+
+			pr.home[i][k] = fmin(fmax(f->in[i].knob[k], r->lo), r->hi);
+		}
+	start(f);
+	for (int t = 1; t <= 20000; t++) {
+		/* Regimes of 50 ticks: bad, noisy, or quiet. */
+		double scale = (t / 50) % 3 == 0 ? 1.6 : (t / 50) % 3 == 1 ? 1.0 : 0.4;
+
+		f->now = t * SEC + rng_next() % (200 * MS);
+		for (int s = 0; s < 3; s += 2) {
+			double lat = f->pol[s].target_ns * scale * (0.6 + 0.8 * rng_unit());
+
+			f->in[s].have_window = s == 0 || t % 3 == 0;
+			f->in[s].latency_ns = rng_next() % 50 ? lat : -1;
+			f->in[s].requests = rng_next() % 1000;
+			d[s / 2] = random_diag();
+			f->in[s].diag = rng_next() % 4 ? &d[s / 2] : NULL;
+		}
+		f->in[1].cpu_usage = rng_next() % 3 ? 4 * rng_unit() : 0;
+		f->in[3].cpu_usage = rng_next() % 3 ? 4 * rng_unit() : NAN;
+		if (rng_next() % 500 == 0) {
+			int s = rng_next() % 4, k = rng_next() % KNOB_MAX;
+
+			engine_knob_overridden(f->e, s, k);
+			pr.hands_off[s][k] = true;
+		}
+		f->n = engine_tick(f->e, f->now, f->in, f->acts, sizeof(f->acts) / sizeof(*f->acts));
+		assert_true(f->n >= 0);
+		for (int a = 0; a < f->n; a++) {
+			for (int b = 0; b < a; b++)
+				assert_false(f->acts[a].service == f->acts[b].service &&
+					     f->acts[a].knob == f->acts[b].knob);
+			check_action(f, &pr, &f->acts[a], f->now);
+		}
+		/* One write in ten fails: the knob keeps its value. */
+		for (int a = 0; a < f->n; a++)
+			if (rng_next() % 10)
+				f->in[f->acts[a].service].knob[f->acts[a].knob] = f->acts[a].new_value;
+	}
+	print_message("random: %u cuts, %u give-backs, %u raises, %u lowers\n", pr.cuts, pr.gives,
+		      pr.raises, pr.lowers);
+	assert_true(pr.cuts > 100 && pr.gives > 100 && pr.raises > 20 && pr.lowers > 20);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_cuts_weight_then_quota, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reason_in_words, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quota_from_max_halves_use, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gives_back_to_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gives_back_only_what_was_taken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gives_back_quota_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_flapping, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_few_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cooldown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_protect_after_give_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lock_and_load_spare_neighbours, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_load_raises_own_quota, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_io_and_memory_routes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_latency_critical_never_throttled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_overridden_knob_left_alone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_frequency, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_several_latency_critical, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enospc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_sequences_keep_the_rules, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

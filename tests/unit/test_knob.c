@@ -1,0 +1,717 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests for the actuators (controller/knob.c), the state file
+ * (controller/knob_state.c) and the unit conversions, on fake cgroup trees
+ * built in a temporary directory: a cgroup2 root is a directory whose
+ * cgroup.controllers lists "cpuset cpu io"; a v1 layout has base/cpu/...
+ * and base/blkio/... with the v1 files.
+ *
+ * `test_knob tool ...` is not a test: it is the small driver that
+ * tests/integration/test_knobs uses to act on real cgroups through the
+ * same library (see tool_usage()).
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "knob.h"
+#include "knob_freq.h"
+
+struct tree {
+	char base[1024];
+	char state[1100];
+};
+
+static void put(const char *base, const char *rel, const char *content)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", base, rel);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0)
+		fail_msg("create %s: %s", p, strerror(errno));
+	assert_int_equal(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+	close(fd);
+}
+
+static void mkd(const char *base, const char *rel)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s", base, rel);
+	if (mkdir(p, 0755) && errno != EEXIST)
+		fail_msg("mkdir %s: %s", p, strerror(errno));
+}
+
+/* The file's content without its trailing newline. */
+static const char *get(const char *base, const char *rel)
+{
+	static char buf[256];
+	char p[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", base, rel);
+	fd = open(p, O_RDONLY);
+	if (fd < 0)
+		fail_msg("open %s: %s", p, strerror(errno));
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_true(n >= 0);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return buf;
+}
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+static void rm_rf(const char *p)
+{
+	nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static struct tree *tree_new(void)
+{
+	struct tree *t = calloc(1, sizeof(*t));
+	const char *tmp = getenv("TMPDIR");
+
+	if (!t)
+		return NULL;
+	snprintf(t->base, sizeof(t->base), "%s/tw-knob.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(t->base)) {
+		free(t);
+		return NULL;
+	}
+	snprintf(t->state, sizeof(t->state), "%s/run/tailwarden", t->base);
+	return t;
+}
+
+/* Pure v2: base is the cgroup2 root, /a/b a cgroup with cpu, io and cpuset files. */
+static int setup_v2(void **state)
+{
+	struct tree *t = tree_new();
+
+	if (!t)
+		return -1;
+	put(t->base, "cgroup.controllers", "cpuset cpu io memory pids\n");
+	mkd(t->base, "a");
+	mkd(t->base, "a/b");
+	put(t->base, "a/b/cpu.max", "max 100000\n");
+	put(t->base, "a/b/cpu.weight", "100\n");
+	put(t->base, "a/b/io.weight", "default 100\n");
+	put(t->base, "a/b/cpuset.cpus.effective", "0\n");
+	mkd(t->base, "a/nocpu"); /* cpu and io not enabled by its parent */
+	*state = t;
+	return 0;
+}
+
+/* v1 only: base/cpu and base/blkio hierarchies, /a in both. */
+static int setup_v1(void **state)
+{
+	struct tree *t = tree_new();
+
+	if (!t)
+		return -1;
+	mkd(t->base, "cpu");
+	mkd(t->base, "cpu/a");
+	put(t->base, "cpu/a/cpu.cfs_quota_us", "-1\n");
+	put(t->base, "cpu/a/cpu.cfs_period_us", "100000\n");
+	put(t->base, "cpu/a/cpu.shares", "1024\n");
+	mkd(t->base, "cpu/onlycpu");
+	put(t->base, "cpu/onlycpu/cpu.cfs_quota_us", "-1\n");
+	put(t->base, "cpu/onlycpu/cpu.cfs_period_us", "100000\n");
+	put(t->base, "cpu/onlycpu/cpu.shares", "1024\n");
+	mkd(t->base, "blkio");
+	mkd(t->base, "blkio/a");
+	put(t->base, "blkio/a/blkio.bfq.weight", "100\n");
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct tree *t = *state;
+
+	rm_rf(t->base);
+	free(t);
+	return 0;
+}
+
+static struct knobs *open_ok(const struct tree *t, const char *rel)
+{
+	struct knobs *k = NULL;
+
+	assert_int_equal(knobs_open(t->base, rel, &k), 0);
+	assert_non_null(k);
+	return k;
+}
+
+static double rd(struct knobs *k, enum knob_kind kind)
+{
+	double v = NAN;
+
+	assert_int_equal(knob_read(k, kind, &v), 0);
+	return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* conversions */
+
+static void test_shares_conversion(void **state)
+{
+	(void)state;
+	/* systemd: CPUWeight=50 is cpu.shares 512 (../shared/ENVIRONMENT.md) */
+	assert_int_equal(knob_weight_to_shares(100), 1024);
+	assert_int_equal(knob_weight_to_shares(50), 512);
+	assert_int_equal(knob_weight_to_shares(1), 10);
+	assert_int_equal(knob_weight_to_shares(3), 30); /* 30.72, truncated */
+	assert_int_equal(knob_weight_to_shares(10000), 102400);
+	/* Every integer weight survives the round trip: read(write(w)) == w. */
+	for (unsigned long w = 1; w <= 10000; w++)
+		if (knob_shares_to_weight(knob_weight_to_shares(w)) != w)
+			fail_msg("weight %lu -> shares %lu -> weight %lu", w, knob_weight_to_shares(w),
+				 knob_shares_to_weight(knob_weight_to_shares(w)));
+	/* Shares someone else wrote: nearest weight at or above, within 1..10000. */
+	assert_int_equal(knob_shares_to_weight(2), 1);
+	assert_int_equal(knob_shares_to_weight(1025), 101);
+	assert_int_equal(knob_shares_to_weight(262144), 10000);
+}
+
+static void test_bfq_conversion(void **state)
+{
+	(void)state;
+	/* One to one on the shared range: the default stays the default. */
+	assert_int_equal(knob_io_weight_to_bfq(1), 1);
+	assert_int_equal(knob_io_weight_to_bfq(10), 10);
+	assert_int_equal(knob_io_weight_to_bfq(100), 100);
+	assert_int_equal(knob_io_weight_to_bfq(1000), 1000);
+	assert_int_equal(knob_io_weight_to_bfq(10000), 1000);
+	for (unsigned long w = 1; w <= 1000; w++)
+		assert_int_equal(knob_bfq_to_io_weight(knob_io_weight_to_bfq(w)), w);
+	assert_int_equal(knob_bfq_to_io_weight(100), 100);
+}
+
+static void test_cpulist(void **state)
+{
+	unsigned *c = NULL;
+	size_t n = 0;
+	char buf[64];
+
+	(void)state;
+	assert_int_equal(knob_cpulist_parse("0-3,8,10-11\n", &c, &n), 0);
+	assert_int_equal(n, 7);
+	assert_int_equal(c[0], 0);
+	assert_int_equal(c[4], 8);
+	assert_int_equal(c[6], 11);
+	knob_cpulist_format(c, n, buf, sizeof(buf));
+	assert_string_equal(buf, "0-3,8,10-11");
+	free(c);
+	assert_int_equal(knob_cpulist_parse("", &c, &n), 0);
+	assert_int_equal(n, 0);
+	free(c);
+	assert_int_equal(knob_cpulist_parse("3-1", &c, &n), -EINVAL);
+	assert_int_equal(knob_cpulist_parse("x", &c, &n), -EINVAL);
+}
+
+/* ------------------------------------------------------------------ */
+/* cgroup v2 */
+
+static void test_v2_quota(void **state)
+{
+	struct tree *t = *state;
+	struct knobs *k = open_ok(t, "/a/b");
+	const char *why = "unset";
+
+	assert_true(knob_available(k, KNOB_CPU_QUOTA, &why));
+	assert_null(why);
+	assert_string_equal(knob_path(k, KNOB_CPU_QUOTA), "a/b/cpu.max");
+	assert_true(isinf(rd(k, KNOB_CPU_QUOTA)));
+
+	assert_int_equal(knob_write(k, KNOB_CPU_QUOTA, 0.5), 0);
+	assert_string_equal(get(t->base, "a/b/cpu.max"), "50000 100000");
+	assert_true(rd(k, KNOB_CPU_QUOTA) == 0.5);
+	/* Precision the file cannot hold: read gives back what was written. */
+	assert_int_equal(knob_write(k, KNOB_CPU_QUOTA, 0.123456789), 0);
+	assert_string_equal(get(t->base, "a/b/cpu.max"), "12346 100000");
+	assert_true(rd(k, KNOB_CPU_QUOTA) == 0.123456789);
+	/* Someone else changed it (the period counts too): we read their value. */
+	put(t->base, "a/b/cpu.max", "12346 200000\n");
+	assert_true(rd(k, KNOB_CPU_QUOTA) == 12346 / 200000.0);
+	put(t->base, "a/b/cpu.max", "20000 100000\n");
+	assert_true(rd(k, KNOB_CPU_QUOTA) == 0.2);
+	/* The period is kept, whatever it is. */
+	put(t->base, "a/b/cpu.max", "max 10000\n");
+	assert_int_equal(knob_write(k, KNOB_CPU_QUOTA, 2.0), 0);
+	assert_string_equal(get(t->base, "a/b/cpu.max"), "20000 10000");
+	assert_int_equal(knob_write(k, KNOB_CPU_QUOTA, INFINITY), 0);
+	assert_string_equal(get(t->base, "a/b/cpu.max"), "max 10000");
+	assert_true(isinf(rd(k, KNOB_CPU_QUOTA)));
+	/* Below the kernel's 1 ms, nonsense: refused, file untouched. */
+	assert_int_equal(knob_write(k, KNOB_CPU_QUOTA, 0.05), -ERANGE);
+	assert_int_equal(knob_write(k, KNOB_CPU_QUOTA, 0), -ERANGE);
+	assert_int_equal(knob_write(k, KNOB_CPU_QUOTA, -1), -ERANGE);
+	assert_int_equal(knob_write(k, KNOB_CPU_QUOTA, NAN), -ERANGE);
+	assert_string_equal(get(t->base, "a/b/cpu.max"), "max 10000");
+	knobs_free(k);
+}
+
+static void test_v2_weights(void **state)
+{
+	struct tree *t = *state;
+	struct knobs *k = open_ok(t, "/a/b/"); /* a trailing slash is fine */
+
+	assert_string_equal(knob_path(k, KNOB_CPU_WEIGHT), "a/b/cpu.weight");
+	assert_string_equal(knob_path(k, KNOB_IO_WEIGHT), "a/b/io.weight");
+	assert_true(rd(k, KNOB_CPU_WEIGHT) == 100);
+	assert_true(rd(k, KNOB_IO_WEIGHT) == 100);
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 1), 0);
+	assert_string_equal(get(t->base, "a/b/cpu.weight"), "1");
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 10000), 0);
+	assert_string_equal(get(t->base, "a/b/cpu.weight"), "10000");
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 50.4), 0);
+	assert_string_equal(get(t->base, "a/b/cpu.weight"), "50");
+	assert_true(rd(k, KNOB_CPU_WEIGHT) == 50.4);
+	assert_int_equal(knob_write(k, KNOB_IO_WEIGHT, 250), 0);
+	assert_string_equal(get(t->base, "a/b/io.weight"), "default 250");
+	assert_true(rd(k, KNOB_IO_WEIGHT) == 250);
+	/* io.weight with per-device lines: the default is ours. */
+	put(t->base, "a/b/io.weight", "default 70\n8:0 300\n");
+	assert_true(rd(k, KNOB_IO_WEIGHT) == 70);
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 0), -ERANGE);
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 10001), -ERANGE);
+	assert_int_equal(knob_write(k, KNOB_IO_WEIGHT, INFINITY), -ERANGE);
+	knobs_free(k);
+}
+
+static void test_v2_unavailable(void **state)
+{
+	struct tree *t = *state;
+	struct knobs *k = open_ok(t, "/a/nocpu");
+	const char *why = NULL;
+	double v;
+
+	for (int i = KNOB_CPU_QUOTA; i <= KNOB_IO_WEIGHT; i++) {
+		assert_false(knob_available(k, i, &why));
+		assert_non_null(why);
+		assert_non_null(strstr(why, "not enabled"));
+		assert_int_equal(knob_read(k, i, &v), -EOPNOTSUPP);
+		assert_int_equal(knob_write(k, i, 100), -EOPNOTSUPP);
+	}
+	assert_false(knob_available(k, KNOB_CPU_WEIGHT, NULL));
+	knobs_free(k);
+	assert_int_equal(knobs_open(t->base, "/nope", &k), -ENOENT);
+	assert_int_equal(knobs_open(t->base, "a/b", &k), -EINVAL);
+	assert_int_equal(knobs_open(t->base, "/a/../a/b", &k), -EINVAL);
+	assert_int_equal(knobs_open(t->base, "/a/..", &k), -EINVAL);
+}
+
+/* A cgroup removed under us: -ENOENT, for the caller's debug line. */
+static void test_v2_vanished(void **state)
+{
+	struct tree *t = *state;
+	struct knobs *k = open_ok(t, "/a/b");
+	char p[PATH_MAX];
+	double v;
+
+	snprintf(p, sizeof(p), "%s/a/b", t->base);
+	rm_rf(p);
+	assert_int_equal(knob_read(k, KNOB_CPU_QUOTA, &v), -ENOENT);
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 10), -ENOENT);
+	assert_int_equal(knob_write(k, KNOB_IO_WEIGHT, 10), -ENOENT);
+	knobs_free(k);
+}
+
+/* ------------------------------------------------------------------ */
+/* cgroup v1 */
+
+static void test_v1(void **state)
+{
+	struct tree *t = *state;
+	struct knobs *k = open_ok(t, "/a");
+
+	assert_string_equal(knob_path(k, KNOB_CPU_QUOTA), "cpu/a/cpu.cfs_quota_us");
+	assert_string_equal(knob_path(k, KNOB_CPU_WEIGHT), "cpu/a/cpu.shares");
+	assert_string_equal(knob_path(k, KNOB_IO_WEIGHT), "blkio/a/blkio.bfq.weight");
+	assert_true(isinf(rd(k, KNOB_CPU_QUOTA)));
+	assert_true(rd(k, KNOB_CPU_WEIGHT) == 100);
+	assert_true(rd(k, KNOB_IO_WEIGHT) == 100);
+
+	assert_int_equal(knob_write(k, KNOB_CPU_QUOTA, 0.25), 0);
+	assert_string_equal(get(t->base, "cpu/a/cpu.cfs_quota_us"), "25000");
+	assert_string_equal(get(t->base, "cpu/a/cpu.cfs_period_us"), "100000");
+	assert_true(rd(k, KNOB_CPU_QUOTA) == 0.25);
+	assert_int_equal(knob_write(k, KNOB_CPU_QUOTA, INFINITY), 0);
+	assert_string_equal(get(t->base, "cpu/a/cpu.cfs_quota_us"), "-1");
+
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 50), 0);
+	assert_string_equal(get(t->base, "cpu/a/cpu.shares"), "512");
+	assert_true(rd(k, KNOB_CPU_WEIGHT) == 50);
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 1), 0);
+	assert_string_equal(get(t->base, "cpu/a/cpu.shares"), "10");
+
+	assert_int_equal(knob_write(k, KNOB_IO_WEIGHT, 100), 0);
+	assert_string_equal(get(t->base, "blkio/a/blkio.bfq.weight"), "100");
+	assert_true(rd(k, KNOB_IO_WEIGHT) == 100);
+	/* 3000 and 10000 both give bfq 1000: read(write(x)) == x all the same. */
+	assert_int_equal(knob_write(k, KNOB_IO_WEIGHT, 3000), 0);
+	assert_string_equal(get(t->base, "blkio/a/blkio.bfq.weight"), "1000");
+	assert_true(rd(k, KNOB_IO_WEIGHT) == 3000);
+	/* Changed behind our back: converted from the file. */
+	put(t->base, "blkio/a/blkio.bfq.weight", "50\n");
+	assert_true(rd(k, KNOB_IO_WEIGHT) == 50);
+	put(t->base, "cpu/a/cpu.shares", "2048\n");
+	assert_true(rd(k, KNOB_CPU_WEIGHT) == 200);
+	knobs_free(k);
+}
+
+static void test_v1_partial(void **state)
+{
+	struct tree *t = *state;
+	struct knobs *k = open_ok(t, "/onlycpu");
+	const char *why = NULL;
+
+	assert_true(knob_available(k, KNOB_CPU_QUOTA, NULL));
+	assert_true(knob_available(k, KNOB_CPU_WEIGHT, NULL));
+	assert_false(knob_available(k, KNOB_IO_WEIGHT, &why));
+	assert_string_equal(why, "cgroup not in the cgroup v1 blkio hierarchy (and no cgroup v2 io controller)");
+	knobs_free(k);
+}
+
+/* No cpufreq driver on this host (the usual VM): unavailable, with the reason. */
+static void test_freq_unavailable(void **state)
+{
+	struct tree *t = *state;
+	struct knobs *k;
+	const char *why = NULL;
+	struct stat st;
+	double v;
+
+	if (stat("/sys/devices/system/cpu/cpu0/cpufreq", &st) == 0)
+		skip();
+	k = open_ok(t, "/a/b");
+	assert_false(knob_available(k, KNOB_CPU_FREQ, &why));
+	assert_string_equal(why, "frequency control unavailable: no cpufreq driver "
+				 "(/sys/devices/system/cpu/cpu0/cpufreq missing)");
+	assert_int_equal(knob_read(k, KNOB_CPU_FREQ, &v), -EOPNOTSUPP);
+	assert_int_equal(knob_write(k, KNOB_CPU_FREQ, 1e6), -EOPNOTSUPP);
+	/* and the rest works */
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 42), 0);
+	knobs_free(k);
+}
+
+/* ------------------------------------------------------------------ */
+/* state file */
+
+static struct json_object *state_json(const struct tree *t)
+{
+	char p[PATH_MAX];
+	struct json_object *o;
+
+	snprintf(p, sizeof(p), "%s/state.json", t->state);
+	o = json_object_from_file(p);
+	assert_non_null(o);
+	return o;
+}
+
+static bool state_exists(const struct tree *t)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/state.json", t->state);
+	return access(p, F_OK) == 0;
+}
+
+static size_t state_count(const struct tree *t)
+{
+	struct json_object *o = state_json(t), *a;
+	size_t n;
+
+	assert_true(json_object_object_get_ex(o, "knobs", &a));
+	n = json_object_array_length(a);
+	json_object_put(o);
+	return n;
+}
+
+static void test_state_record_restore(void **state)
+{
+	struct tree *t = *state;
+	struct knob_state *s;
+	struct knobs *k = open_ok(t, "/a/b");
+
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	assert_false(state_exists(t)); /* nothing recorded, nothing written */
+	assert_int_equal(knob_state_record(s, t->base, "/a/b", KNOB_CPU_QUOTA, INFINITY), 0);
+	assert_true(state_exists(t));
+	assert_int_equal(state_count(t), 1);
+	assert_int_equal(knob_write(k, KNOB_CPU_QUOTA, 0.3), 0);
+	/* Recorded once: a second record keeps the true original. */
+	assert_int_equal(knob_state_record(s, t->base, "/a/b", KNOB_CPU_QUOTA, 0.3), 0);
+	assert_int_equal(state_count(t), 1);
+	assert_int_equal(knob_state_record(s, t->base, "/a/b", KNOB_CPU_WEIGHT, 100), 0);
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 5), 0);
+	assert_int_equal(knob_state_record(s, t->base, "/a/b", KNOB_IO_WEIGHT, 100), 0);
+	assert_int_equal(knob_write(k, KNOB_IO_WEIGHT, 5), 0);
+	assert_int_equal(state_count(t), 3);
+	assert_string_equal(get(t->base, "a/b/cpu.max"), "30000 100000");
+
+	assert_int_equal(knob_state_restore_all(s), 3);
+	assert_string_equal(get(t->base, "a/b/cpu.max"), "max 100000");
+	assert_string_equal(get(t->base, "a/b/cpu.weight"), "100");
+	assert_string_equal(get(t->base, "a/b/io.weight"), "default 100");
+	assert_false(state_exists(t));
+	/* Still usable afterwards (SIGHUP restores, then goes on). */
+	assert_int_equal(knob_state_restore_all(s), 0);
+	assert_int_equal(knob_state_record(s, t->base, "/a/b", KNOB_CPU_WEIGHT, 100), 0);
+	assert_int_equal(knob_state_forget(s, t->base, "/a/b", KNOB_CPU_WEIGHT), 0);
+	assert_false(state_exists(t));
+	knob_state_free(s);
+	knobs_free(k);
+}
+
+/* A crash: the next process finds the originals on disk. */
+static void test_state_crash(void **state)
+{
+	struct tree *t = *state;
+	struct knob_state *s;
+	struct knobs *k = open_ok(t, "/a");
+	struct json_object *o, *a, *e, *v;
+
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	assert_int_equal(knob_state_record(s, t->base, "/a", KNOB_CPU_WEIGHT, 100), 0);
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 3), 0);
+	assert_int_equal(knob_state_record(s, t->base, "/a", KNOB_CPU_QUOTA, INFINITY), 0);
+	assert_int_equal(knob_write(k, KNOB_CPU_QUOTA, 0.1), 0);
+	knob_state_free(s); /* dies without restoring */
+	knobs_free(k);
+
+	o = state_json(t);
+	assert_true(json_object_object_get_ex(o, "knobs", &a));
+	e = json_object_array_get_idx(a, 1);
+	assert_true(json_object_object_get_ex(e, "original", &v));
+	assert_string_equal(json_object_get_string(v), "max");
+	json_object_put(o);
+
+	/* A restarted daemon keeps the true originals. */
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	assert_int_equal(knob_state_record(s, t->base, "/a", KNOB_CPU_WEIGHT, 3), 0);
+	assert_int_equal(knob_state_restore_all(s), 2);
+	knob_state_free(s);
+	assert_string_equal(get(t->base, "cpu/a/cpu.shares"), "1024");
+	assert_string_equal(get(t->base, "cpu/a/cpu.cfs_quota_us"), "-1");
+	assert_string_equal(get(t->base, "cpu/a/cpu.cfs_period_us"), "100000");
+	assert_false(state_exists(t));
+}
+
+static void test_state_vanished(void **state)
+{
+	struct tree *t = *state;
+	struct knob_state *s;
+	struct knobs *k = open_ok(t, "/a/b");
+	char p[PATH_MAX];
+
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	assert_int_equal(knob_state_record(s, t->base, "/a/b", KNOB_CPU_WEIGHT, 100), 0);
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 7), 0);
+	knobs_free(k);
+	snprintf(p, sizeof(p), "%s/a/b", t->base);
+	rm_rf(p);
+	assert_int_equal(knob_state_restore_all(s), 1); /* nothing to undo */
+	assert_false(state_exists(t));
+	/* Recording a knob of a cgroup that is gone fails, and nothing is written. */
+	assert_int_equal(knob_state_record(s, t->base, "/a/b", KNOB_CPU_WEIGHT, 100), -ENOENT);
+	assert_false(state_exists(t));
+	knob_state_free(s);
+}
+
+static void test_state_bad_files(void **state)
+{
+	struct tree *t = *state;
+	struct knob_state *s;
+	char doc[4096];
+
+	mkd(t->base, "run");
+	mkd(t->base, "run/tailwarden");
+	put(t->state, "state.json", "{ not json");
+	assert_int_equal(knob_state_open(t->state, &s), -EBADMSG);
+	put(t->state, "state.json", "{\"version\": 1}");
+	assert_int_equal(knob_state_open(t->state, &s), -EBADMSG);
+	/* A path outside the base, or not a knob file, is never written. */
+	snprintf(doc, sizeof(doc),
+		 "{\"version\":1,\"knobs\":[{\"cgroup_base\":\"%s\",\"cgroup\":\"/a/b\","
+		 "\"knob\":\"cpu.weight\",\"original\":100,\"snapshot\":{\"files\":["
+		 "{\"path\":\"%s/a/b/cgroup.procs\",\"value\":\"1\"}]}}]}",
+		 t->base, t->base);
+	put(t->state, "state.json", doc);
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	assert_int_equal(knob_state_restore_all(s), -EBADMSG);
+	assert_true(state_exists(t)); /* kept: what failed stays recorded */
+	knob_state_free(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* tool mode, for tests/integration/test_knobs */
+
+static void tool_usage(void)
+{
+	fprintf(stderr,
+		"usage: test_knob tool read BASE REL KNOB\n"
+		"       test_knob tool write BASE REL KNOB VALUE\n"
+		"       test_knob tool hold STATEDIR BASE REL KNOB=VALUE...\n"
+		"KNOB: cpu.max, cpu.weight, io.weight, cpufreq; VALUE: a number or max.\n"
+		"hold records and writes each, prints 'ready', then waits: SIGTERM\n"
+		"restores everything and exits 0; SIGKILL leaves the state file behind.\n");
+}
+
+static int kind_of(const char *s, enum knob_kind *k)
+{
+	for (int i = 0; i < KNOB_MAX; i++)
+		if (!strcmp(s, knob_kind_name(i))) {
+			*k = i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static double value_of(const char *s)
+{
+	return !strcmp(s, "max") ? INFINITY : strtod(s, NULL);
+}
+
+static volatile sig_atomic_t got_term;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	got_term = 1;
+}
+
+static int tool_hold(int argc, char **argv)
+{
+	struct knob_state *s;
+	struct knobs *k;
+	sigset_t mask, old;
+	int r;
+
+	if (argc < 4)
+		return tool_usage(), 2;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	signal(SIGTERM, on_term);
+	r = knob_state_open(argv[0], &s);
+	if (r)
+		return fprintf(stderr, "state %s: %s\n", argv[0], strerror(-r)), 1;
+	r = knobs_open(argv[1], argv[2], &k);
+	if (r)
+		return fprintf(stderr, "open %s%s: %s\n", argv[1], argv[2], strerror(-r)), 1;
+	for (int i = 3; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		enum knob_kind kind;
+		double cur;
+
+		if (!eq)
+			return tool_usage(), 2;
+		*eq = '\0';
+		if (kind_of(argv[i], &kind))
+			return tool_usage(), 2;
+		r = knob_read(k, kind, &cur);
+		if (!r)
+			r = knob_state_record(s, argv[1], argv[2], kind, cur);
+		if (!r)
+			r = knob_write(k, kind, value_of(eq + 1));
+		if (r)
+			return fprintf(stderr, "%s=%s: %s\n", argv[i], eq + 1, strerror(-r)), 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	while (!got_term)
+		sigsuspend(&old);
+	r = knob_state_restore_all(s);
+	printf("restored %d\n", r);
+	knob_state_free(s);
+	knobs_free(k);
+	return r < 0;
+}
+
+static int tool_main(int argc, char **argv)
+{
+	enum knob_kind kind;
+	struct knobs *k;
+	const char *why;
+	double v;
+	int r;
+
+	if (argc >= 1 && !strcmp(argv[0], "hold"))
+		return tool_hold(argc - 1, argv + 1);
+	if (argc < 4 || kind_of(argv[3], &kind))
+		return tool_usage(), 2;
+	r = knobs_open(argv[1], argv[2], &k);
+	if (r)
+		return fprintf(stderr, "open %s%s: %s\n", argv[1], argv[2], strerror(-r)), 1;
+	if (!knob_available(k, kind, &why)) {
+		printf("unavailable: %s\n", why);
+		knobs_free(k);
+		return 3;
+	}
+	if (!strcmp(argv[0], "read") && argc == 4) {
+		r = knob_read(k, kind, &v);
+		if (!r)
+			printf(isinf(v) ? "max\n" : "%.17g\n", v);
+	} else if (!strcmp(argv[0], "write") && argc == 5) {
+		r = knob_write(k, kind, value_of(argv[4]));
+		if (!r)
+			printf("%s\n", knob_path(k, kind));
+	} else {
+		knobs_free(k);
+		return tool_usage(), 2;
+	}
+	if (r)
+		fprintf(stderr, "%s %s: %s\n", argv[0], knob_path(k, kind), strerror(-r));
+	knobs_free(k);
+	return r ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_shares_conversion),
+		cmocka_unit_test(test_bfq_conversion),
+		cmocka_unit_test(test_cpulist),
+		cmocka_unit_test_setup_teardown(test_v2_quota, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_v2_weights, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_v2_unavailable, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_v2_vanished, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_v1, setup_v1, teardown),
+		cmocka_unit_test_setup_teardown(test_v1_partial, setup_v1, teardown),
+		cmocka_unit_test_setup_teardown(test_freq_unavailable, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_state_record_restore, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_state_crash, setup_v1, teardown),
+		cmocka_unit_test_setup_teardown(test_state_vanished, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_state_bad_files, setup_v2, teardown),
+	};
+
+	if (argc > 1 && !strcmp(argv[1], "tool"))
+		return tool_main(argc - 2, argv + 2);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
