@@ -94,6 +94,7 @@ unit: $(UNIT_TESTS)
 integration: tailwarden $(TEST_TOOLS) $(OUTPUT)/tests/test_knob
 	$(Q)tests/integration/run
 	$(Q)tests/integration/test_knobs
+	$(Q)tests/integration/test_control.py
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory tests
