@@ -41,6 +41,10 @@ const volatile __u64 max_span_ns = 60000000000ULL;
 /* Syscall fallback: connection state in tw_conns, keyed by address. */
 const volatile bool conns_by_addr = false;
 
+/* Bytes are added to the per-cgroup counters in batches (see sensor.h). */
+#define FLUSH_BYTES (64 * 1024)
+#define FLUSH_NS 100000000ULL
+
 enum phase {
 	PH_IDLE = 0,	/* server: no request pending; client: nothing sent */
 	PH_ARRIVED = 1, /* server: request bytes queued, not yet read */
@@ -53,7 +57,18 @@ enum phase {
 struct conn {
 	__u64 start_ns;	    /* request arrival (server) or first send (client) */
 	__u64 last_send_ns; /* last send of the current reply (server) */
+	/*
+	 * The next request's arrival, stamped while a reply is still being
+	 * sent: on loopback the client may get the reply's first bytes and
+	 * send its next request before our last send of the reply returns.
+	 * That send still belongs to the reply; the next request starts at
+	 * this stamp once the server reads it.
+	 */
+	__u64 next_start_ns;
 	__u64 cgid;	    /* cgroup the connection is attributed to, 0 = none yet */
+	__u64 flushed_ns;   /* when the byte counts were last added to the cgroup's */
+	__u64 pend_in;	    /* bytes not yet added to the cgroup's counters */
+	__u64 pend_out;
 	__u16 bucket;	    /* latency bucket the open reply is counted in */
 	__u8 dir;
 	__u8 phase;
@@ -98,7 +113,7 @@ struct {
 	__type(value, __u64);
 } tw_drops SEC(".maps");
 
-/* Zeroed templates for inserts: too big for the BPF stack. */
+/* Zeroed template for inserts: too big for the BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -175,9 +190,48 @@ static __always_inline struct tw_cg_hists *cg_hists(__u64 cgid)
 	return h;
 }
 
-/* Validate a span: negative or absurd spans are counted, never reported. */
-static __always_inline bool span_ok(struct tw_cg_counters *cnt, __u64 start, __u64 now)
+/* Add the connection's pending byte counts to its cgroup's. */
+static __always_inline void flush(struct conn *c, __u64 now)
 {
+	struct tw_cg_counters *cnt;
+
+	c->flushed_ns = now;
+	if (!c->cgid || (!c->pend_in && !c->pend_out))
+		return;
+	cnt = bpf_map_lookup_elem(&tw_cg_counters, &c->cgid);
+	if (cnt) {
+		if (c->dir == TW_DIR_SERVER) {
+			cnt->bytes_in += c->pend_in;
+			cnt->bytes_out += c->pend_out;
+		} else {
+			cnt->out_bytes_in += c->pend_in;
+			cnt->out_bytes_out += c->pend_out;
+		}
+	}
+	c->pend_in = 0;
+	c->pend_out = 0;
+}
+
+/* Batch threshold: flush when enough bytes or enough time have piled up. */
+static __always_inline void maybe_flush(struct conn *c, __u64 now)
+{
+	if (c->pend_in + c->pend_out >= FLUSH_BYTES || now - c->flushed_ns >= FLUSH_NS)
+		flush(c, now);
+}
+
+/* Count bytes on the connection; a big transfer reaches the cgroup soon. */
+static __always_inline void add_bytes(struct conn *c, __u64 *pend, __u64 len)
+{
+	*pend += len;
+	if (*pend >= FLUSH_BYTES)
+		flush(c, c->flushed_ns);
+}
+
+/* Validate a span: negative or absurd spans are counted, never reported. */
+static __always_inline bool span_ok(struct conn *c, __u64 start, __u64 now)
+{
+	struct tw_cg_counters *cnt;
+
 	if (now < start) {
 		drop(TW_DROP_SPAN_NEGATIVE);
 	} else if (now - start > max_span_ns) {
@@ -185,6 +239,7 @@ static __always_inline bool span_ok(struct tw_cg_counters *cnt, __u64 start, __u
 	} else {
 		return true;
 	}
+	cnt = c->cgid ? bpf_map_lookup_elem(&tw_cg_counters, &c->cgid) : NULL;
 	if (cnt)
 		cnt->spans_dropped++;
 	return false;
@@ -235,23 +290,23 @@ static __always_inline struct conn *conn_get_addr(__u64 key, __u8 dir)
 /*
  * Attribute the connection to the current task's cgroup on its first
  * task-context event; it stays there even if the socket is later passed
- * to a process in another cgroup.
+ * to a process in another cgroup. false when the cgroup table is full.
  */
-static __always_inline struct tw_cg_counters *attribute(struct conn *c)
+static __always_inline bool attribute(struct conn *c)
 {
 	struct tw_cg_counters *cnt;
 	__u64 cgid;
 
 	if (c->cgid)
-		return bpf_map_lookup_elem(&tw_cg_counters, &c->cgid);
+		return true;
 	cgid = bpf_get_current_cgroup_id();
 	cnt = cg_counters(cgid);
-	if (cnt) {
-		c->cgid = cgid;
-		if (c->dir == TW_DIR_SERVER)
-			cnt->conns_open++;
-	}
-	return cnt;
+	if (!cnt)
+		return false;
+	c->cgid = cgid;
+	if (c->dir == TW_DIR_SERVER)
+		cnt->conns_open++;
+	return true;
 }
 
 static __always_inline void hist_add(__u32 *h, __u32 b, __s32 n)
@@ -260,56 +315,64 @@ static __always_inline void hist_add(__u32 *h, __u32 b, __s32 n)
 		__sync_fetch_and_add(&h[b], n);
 }
 
-static __always_inline void server_recv(struct conn *c, struct tw_cg_counters *cnt,
-					__u64 len)
+static __always_inline void server_recv(struct conn *c, __u64 len)
 {
-	if (cnt)
-		cnt->bytes_in += len;
-	/*
-	 * Receive-stamped start: no sk_data_ready stamp (tracepoint missing,
-	 * or the data was queued before we attached). In REPLY a receive
-	 * without a stamp between also starts a new request.
-	 */
-	if (c->phase == PH_IDLE || c->phase == PH_REPLY)
+	add_bytes(c, &c->pend_in, len);
+	switch (c->phase) {
+	case PH_REPLY:
+		/* Reading again: the reply is over, this is the next request. */
+		c->start_ns = c->next_start_ns ?: bpf_ktime_get_ns();
+		c->next_start_ns = 0;
+		break;
+	case PH_IDLE:
+		/*
+		 * Receive-stamped start: no sk_data_ready stamp (tracepoint
+		 * missing, or the data was queued before we attached).
+		 */
 		c->start_ns = bpf_ktime_get_ns();
+		break;
+	}
 	c->phase = PH_RECV;
 }
 
-static __always_inline void server_send(struct conn *c, struct tw_cg_counters *cnt,
-					__u64 len)
+/* First send of a reply: count the request, put it in the histograms. */
+static __always_inline void reply_start(struct conn *c, __u64 now)
 {
 	struct tw_cg_hists *h;
-	__u64 now, start = c->start_ns;
 	__u32 b;
 
-	if (cnt)
-		cnt->bytes_out += len;
-	if (c->phase != PH_REPLY && c->phase != PH_ARRIVED && c->phase != PH_RECV)
-		return; /* unsolicited send (banner, push): no request */
-	now = bpf_ktime_get_ns();
-	if (c->phase == PH_REPLY && now - c->last_send_ns > quiet_ns) {
-		/* Quiet too long: this send is not part of the reply. */
-		c->phase = PH_IDLE;
-		return;
-	}
-	if (!span_ok(cnt, start, now)) {
+	if (!span_ok(c, c->start_ns, now)) {
 		c->phase = PH_IDLE;
 		return;
 	}
 	h = cg_hists(c->cgid);
-	b = bucket_of(now - start);
-	if (c->phase != PH_REPLY) {
-		/* First send of the reply: the request is counted now. */
-		if (cnt)
-			cnt->requests++;
-		if (h) {
-			hist_add(h->ttfb, b, 1);
-			hist_add(h->latency, b, 1);
-		}
-		c->bucket = b;
-		c->phase = PH_REPLY;
-	} else if (b != c->bucket && h) {
-		/* The reply goes on: its span now ends at this send. */
+	b = bucket_of(now - c->start_ns);
+	if (h) {
+		__sync_fetch_and_add(&h->requests, 1);
+		hist_add(h->ttfb, b, 1);
+		hist_add(h->latency, b, 1);
+	}
+	c->bucket = b;
+	c->phase = PH_REPLY;
+	c->last_send_ns = now;
+	maybe_flush(c, now);
+}
+
+/* A later send of the same reply: its span now ends here. */
+static __always_inline void reply_more(struct conn *c, __u64 now)
+{
+	struct tw_cg_hists *h;
+	__u32 b;
+
+	if (now - c->last_send_ns > quiet_ns || !span_ok(c, c->start_ns, now)) {
+		/* Quiet too long: this send is not part of the reply. */
+		c->phase = c->next_start_ns ? PH_ARRIVED : PH_IDLE;
+		c->start_ns = c->next_start_ns;
+		c->next_start_ns = 0;
+		return;
+	}
+	b = bucket_of(now - c->start_ns);
+	if (b != c->bucket && (h = cg_hists(c->cgid))) {
 		hist_add(h->latency, c->bucket, -1);
 		hist_add(h->latency, b, 1);
 		c->bucket = b;
@@ -317,11 +380,19 @@ static __always_inline void server_send(struct conn *c, struct tw_cg_counters *c
 	c->last_send_ns = now;
 }
 
-static __always_inline void client_send(struct conn *c, struct tw_cg_counters *cnt,
-					__u64 len)
+static __always_inline void server_send(struct conn *c, __u64 len)
 {
-	if (cnt)
-		cnt->out_bytes_out += len;
+	add_bytes(c, &c->pend_out, len);
+	if (c->phase == PH_REPLY)
+		reply_more(c, bpf_ktime_get_ns());
+	else if (c->phase == PH_ARRIVED || c->phase == PH_RECV)
+		reply_start(c, bpf_ktime_get_ns());
+	/* PH_IDLE: an unsolicited send (banner, push) starts no request. */
+}
+
+static __always_inline void client_send(struct conn *c, __u64 len)
+{
+	add_bytes(c, &c->pend_out, len);
 	if (c->phase != PH_REQ) {
 		c->start_ns = bpf_ktime_get_ns();
 		c->phase = PH_REQ;
@@ -329,7 +400,7 @@ static __always_inline void client_send(struct conn *c, struct tw_cg_counters *c
 }
 
 /* The reply to our request arrived (sk_data_ready) or was first read. */
-static __always_inline void client_reply(struct conn *c, struct tw_cg_counters *cnt)
+static __always_inline void client_reply(struct conn *c)
 {
 	struct tw_cg_hists *h;
 	__u64 now;
@@ -338,49 +409,44 @@ static __always_inline void client_reply(struct conn *c, struct tw_cg_counters *
 		return;
 	c->phase = PH_RESP;
 	now = bpf_ktime_get_ns();
-	if (!c->cgid || !span_ok(cnt, c->start_ns, now))
+	if (!c->cgid || !span_ok(c, c->start_ns, now))
 		return;
 	h = cg_hists(c->cgid);
-	if (h)
+	if (h) {
+		__sync_fetch_and_add(&h->out_requests, 1);
 		hist_add(h->outbound, bucket_of(now - c->start_ns), 1);
-	if (cnt)
-		cnt->out_requests++;
+	}
+	maybe_flush(c, now);
 }
 
 static __always_inline void on_recv(struct conn *c, __u64 len)
 {
-	struct tw_cg_counters *cnt;
-
-	if (!c)
+	if (!c || !attribute(c))
 		return;
-	cnt = attribute(c);
 	if (c->dir == TW_DIR_SERVER) {
-		server_recv(c, cnt, len);
+		server_recv(c, len);
 	} else {
-		if (cnt)
-			cnt->out_bytes_in += len;
-		client_reply(c, cnt);
+		add_bytes(c, &c->pend_in, len);
+		client_reply(c);
 	}
 }
 
 static __always_inline void on_send(struct conn *c, __u64 len)
 {
-	struct tw_cg_counters *cnt;
-
-	if (!c)
+	if (!c || !attribute(c))
 		return;
-	cnt = attribute(c);
 	if (c->dir == TW_DIR_SERVER)
-		server_send(c, cnt, len);
+		server_send(c, len);
 	else
-		client_send(c, cnt, len);
+		client_send(c, len);
 }
 
 /*
  * sock_recv_length / sock_send_length fire at the end of sock_recvmsg() /
  * sock_sendmsg(), in the caller's task context, for every socket family
  * and for read/recv*, write/send*, sendfile/splice and io_uring alike.
- * ret is the byte count or -errno (EAGAIN is common: ignore it).
+ * ret is the byte count or -errno (EAGAIN is common: ignore it). On
+ * loopback the peer has already been handed the data when they fire.
  */
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(tw_sock_recv, struct sock *sk, int ret, int flags)
@@ -408,28 +474,27 @@ int BPF_PROG(tw_sock_send, struct sock *sk, int ret, int flags)
 SEC("tp_btf/sk_data_ready")
 int BPF_PROG(tw_sk_data_ready, const struct sock *sk)
 {
-	struct tw_cg_counters *cnt;
 	struct conn *c;
 
 	c = bpf_sk_storage_get(&tw_sk_conns, (struct sock *)sk, NULL, 0);
 	if (!c)
 		return 0;
-	if (c->dir == TW_DIR_SERVER) {
-		if (c->phase == PH_IDLE || c->phase == PH_REPLY) {
-			c->start_ns = bpf_ktime_get_ns();
-			c->phase = PH_ARRIVED;
-		}
-	} else if (c->phase == PH_REQ) {
-		cnt = c->cgid ? bpf_map_lookup_elem(&tw_cg_counters, &c->cgid) : NULL;
-		client_reply(c, cnt);
+	if (c->dir != TW_DIR_SERVER) {
+		client_reply(c);
+	} else if (c->phase == PH_IDLE) {
+		c->start_ns = bpf_ktime_get_ns();
+		c->phase = PH_ARRIVED;
+	} else if (c->phase == PH_REPLY && !c->next_start_ns) {
+		c->next_start_ns = bpf_ktime_get_ns();
 	}
 	return 0;
 }
 
 /*
  * Connection life cycle, in softirq or task context. Established
- * connections get their direction; closed ones lose their state so that
- * a struct sock reused at the same address starts clean.
+ * connections get their direction; closed ones give back their pending
+ * byte counts and lose their state, so that a struct sock reused at the
+ * same address starts clean.
  */
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int newstate)
@@ -448,7 +513,7 @@ int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int 
 		c = conns_by_addr ? conn_get_addr(key, dir) :
 				    conn_get_sk(s, dir);
 		if (c)
-			*c = (struct conn){ .dir = dir };
+			*c = (struct conn){ .dir = dir, .flushed_ns = bpf_ktime_get_ns() };
 		return 0;
 	}
 	if (newstate != TCP_CLOSE)
@@ -457,6 +522,7 @@ int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int 
 			    bpf_sk_storage_get(&tw_sk_conns, s, NULL, 0);
 	if (!c)
 		return 0;
+	flush(c, 0);
 	if (c->dir == TW_DIR_SERVER && c->cgid) {
 		cnt = bpf_map_lookup_elem(&tw_cg_counters, &c->cgid);
 		if (cnt)

@@ -34,30 +34,33 @@ enum tw_drop {
 };
 
 /*
- * Per-cgroup counters, per CPU (updated on every socket send/recv, so
- * they must not share a cache line between CPUs). All are cumulative;
- * user space diffs them each tick. conns_open is incremented on the CPU
- * that attributes a connection and decremented on the CPU that closes
- * it, so only the sum over CPUs means anything.
+ * Per-cgroup counters, per CPU. Byte counts accumulate on each connection
+ * and are added here in batches (at a reply start at most every 100 ms,
+ * past 64 KiB, and at close), so a busy connection costs one lookup here
+ * per batch, not one per send. All are cumulative; user space diffs them
+ * each tick. conns_open is incremented on the CPU that attributes a
+ * connection and decremented on the CPU that closes it, so only the sum
+ * over CPUs means anything.
  */
 struct tw_cg_counters {
-	__u64 requests;     /* served requests: reply starts */
 	__u64 bytes_in;     /* received on server-side connections */
 	__u64 bytes_out;    /* sent on server-side connections */
 	__s64 conns_open;   /* server-side connections attributed here */
-	__u64 out_requests; /* outbound (client-side) request/reply pairs */
-	__u64 out_bytes_in;
+	__u64 out_bytes_in; /* on client-side connections */
 	__u64 out_bytes_out;
 	__u64 spans_dropped; /* negative or absurd spans of this cgroup */
 };
 
 /*
- * Per-cgroup histograms, shared by all CPUs and updated with atomic adds:
- * touched once per request, not once per event. A latency bucket can be
- * decremented when a reply keeps sending and its span moves to a later
- * bucket, so user space diffs each bucket as a signed 32-bit value.
+ * Per-cgroup request counts and histograms, shared by all CPUs and updated
+ * with atomic adds: touched once per request, not once per event. A
+ * latency bucket can be decremented when a reply keeps sending and its
+ * span moves to a later bucket, so user space diffs each bucket as a
+ * signed 32-bit value.
  */
 struct tw_cg_hists {
+	__u64 requests;     /* served requests: reply starts */
+	__u64 out_requests; /* outbound (client-side) request/reply pairs */
 	__u32 latency[HIST_BUCKETS]; /* arrival -> last send of the reply */
 	__u32 ttfb[HIST_BUCKETS];    /* arrival -> first send of the reply */
 	__u32 outbound[HIST_BUCKETS]; /* our request's first send -> reply arrival */

@@ -227,11 +227,9 @@ static void sum_counters(const struct tw_cg_counters *pc, int ncpus, struct tw_c
 {
 	memset(c, 0, sizeof(*c));
 	for (int i = 0; i < ncpus; i++) {
-		c->requests += pc[i].requests;
 		c->bytes_in += pc[i].bytes_in;
 		c->bytes_out += pc[i].bytes_out;
 		c->conns_open += pc[i].conns_open;
-		c->out_requests += pc[i].out_requests;
 		c->out_bytes_in += pc[i].out_bytes_in;
 		c->out_bytes_out += pc[i].out_bytes_out;
 		c->spans_dropped += pc[i].spans_dropped;
@@ -340,11 +338,11 @@ int sensor_sample(const struct sensor_snapshot *now, const struct sensor_snapsho
 		return -ENOENT;
 	if (!p)
 		p = &zero;
-	out->requests = n->c.requests - p->c.requests;
+	out->requests = n->h.requests - p->h.requests;
 	out->bytes_in = n->c.bytes_in - p->c.bytes_in;
 	out->bytes_out = n->c.bytes_out - p->c.bytes_out;
 	out->conns_open = n->c.conns_open;
-	out->out_requests = n->c.out_requests - p->c.out_requests;
+	out->out_requests = n->h.out_requests - p->h.out_requests;
 	out->out_bytes_in = n->c.out_bytes_in - p->c.out_bytes_in;
 	out->out_bytes_out = n->c.out_bytes_out - p->c.out_bytes_out;
 	out->spans_dropped = n->c.spans_dropped - p->c.spans_dropped;

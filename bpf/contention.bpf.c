@@ -1,0 +1,847 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Contention signals: why a cgroup is slow. Scheduler, block I/O, VFS,
+ * futex, kernel lock, memory and TCP events are aggregated per cgroup2 id
+ * in the kernel; user space diffs the cumulative maps once per tick, like
+ * the request sensor. Nothing per event crosses to user space.
+ *
+ * Only BTF tracepoints (tp_btf): this kernel family has no kprobes and
+ * refuses fentry. Each signal's programs load only when its tracepoints
+ * exist and it was asked for (bpf_program__set_autoload from user space).
+ *
+ * Waits are measured with stamps: per thread in task-local storage
+ * (BPF_MAP_TYPE_TASK_STORAGE: found from the task_struct in a few loads,
+ * no hash, freed with the task, so bounded by the number of threads), and
+ * per block request in a hash keyed by the struct request address
+ * (requests are preallocated per hardware tag and reused, so a stamp whose
+ * completion we missed is overwritten by the next use of the same tag).
+ *
+ * A cgroup is the cgroup2 id of the task the event belongs to, which is
+ * not always the current task: in sched_switch the current task is prev,
+ * so next's cgroup is read from next itself; block completions run in
+ * interrupt context, so the cgroup is remembered at submission; TCP
+ * events run in softirq, so the socket's own cgroup is used.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "contention.h"
+
+#define TASK_RUNNING 0
+#define REQ_OP_BITS 8
+#define REQ_OP_MASK ((1 << REQ_OP_BITS) - 1)
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+
+/* Load-time settings, set by user space between open and load. */
+/* A wait longer than this is a lost stamp, not a wait: dropped, counted. */
+const volatile __u64 max_wait_ns = 60000000000ULL;
+/*
+ * A futex wait longer than this is a thread idling for work (a pool
+ * waiting on a condition variable), not contention: not counted.
+ */
+const volatile __u64 futex_idle_ns = 1000000000ULL;
+/* Which parts of the shared sched_switch and sys_exit programs run. */
+const volatile bool runq_on = false;
+const volatile bool vfs_on = false;
+/* Futex waits seen at the switch (bpf_task_pt_regs, 5.15+), or else ... */
+const volatile bool futex_switch = false;
+/* ... from sys_enter/sys_exit, which costs every syscall on the host. */
+const volatile bool futex_syscalls = false;
+
+/*
+ * Run-queue delay from the kernel's own per-task accounting (sched_info,
+ * what /proc/<pid>/schedstat shows): no wake-up hooks, no clock reads.
+ * Without CONFIG_SCHED_INFO, user space clears this and the wake-up and
+ * switch hooks stamp waits themselves.
+ */
+const volatile bool runq_sched_info = true;
+
+/* Per-thread state; a stamp of 0 = not waiting. */
+struct ct_task {
+	__u64 runq;       /* sched_info mode: run_delay already charged;
+			     stamp mode: woken or preempted at */
+	__u64 futex_ts;   /* inside a futex wait */
+	__u64 lock_ts;    /* inside contention_begin .. contention_end */
+	__u64 reclaim_ts; /* inside memcg or direct reclaim */
+	__u64 flags;
+};
+
+#define CT_TASK_RUNQ_SEEN 1
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ct_task);
+} ct_tasks SEC(".maps");
+
+/* A block request in flight: when and by whom it was submitted. */
+struct ct_rq {
+	__u64 ts;
+	__u64 cgid;
+	__u32 op;
+	__u32 pad;
+};
+
+/*
+ * Preallocated: requests come and go thousands of times a second, and
+ * in-flight requests are bounded by the queue depths of all disks.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* struct request address */
+	__type(value, struct ct_rq);
+} ct_rqs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64); /* cgroup2 id */
+	__type(value, struct ct_cg_counters);
+} ct_cg_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct ct_cg_hists);
+} ct_cg_hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CT_DROP_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} ct_drops SEC(".maps");
+
+/* Zeroed template for inserts: too big for the BPF stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ct_cg_hists);
+} ct_zero_hists SEC(".maps");
+
+static __always_inline void drop(__u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(&ct_drops, &what);
+
+	if (v)
+		(*v)++;
+}
+
+/* Same bucket math as sensing/hist.c:hist_bucket(); keep them in step. */
+static __always_inline __u32 log2_u64(__u64 v)
+{
+	__u32 r = 0, s;
+
+	s = (v > 0xFFFFFFFFULL) << 5; v >>= s; r |= s;
+	s = (v > 0xFFFF) << 4; v >>= s; r |= s;
+	s = (v > 0xFF) << 3; v >>= s; r |= s;
+	s = (v > 0xF) << 2; v >>= s; r |= s;
+	s = (v > 0x3) << 1; v >>= s; r |= s;
+	r |= (v >> 1);
+	return r;
+}
+
+static __always_inline __u32 bucket_of(__u64 ns)
+{
+	__u32 msb, sub;
+
+	if (ns < HIST_SUB)
+		return ns;
+	msb = log2_u64(ns);
+	if (msb > HIST_MAX_LOG2)
+		return HIST_BUCKETS - 1;
+	sub = (ns >> (msb - HIST_SUB_BITS)) & (HIST_SUB - 1);
+	return (msb - HIST_SUB_BITS + 1) * HIST_SUB + sub;
+}
+
+static __always_inline void hist_add(__u32 *h, __u64 ns)
+{
+	__u32 b = bucket_of(ns);
+
+	if (b < HIST_BUCKETS)
+		__sync_fetch_and_add(&h[b], 1);
+}
+
+static __always_inline struct ct_cg_counters *cg_counters(__u64 cgid)
+{
+	struct ct_cg_counters *c, zero = {};
+
+	c = bpf_map_lookup_elem(&ct_cg_counters, &cgid);
+	if (c)
+		return c;
+	/* BPF_NOEXIST: another CPU may have inserted it meanwhile; fine. */
+	if (bpf_map_update_elem(&ct_cg_counters, &cgid, &zero, BPF_NOEXIST) &&
+	    !bpf_map_lookup_elem(&ct_cg_counters, &cgid)) {
+		drop(CT_DROP_CGROUP_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&ct_cg_counters, &cgid);
+}
+
+static __always_inline struct ct_cg_hists *cg_hists(__u64 cgid)
+{
+	struct ct_cg_hists *h;
+	__u32 zero = 0;
+
+	h = bpf_map_lookup_elem(&ct_cg_hists, &cgid);
+	if (h)
+		return h;
+	h = bpf_map_lookup_elem(&ct_zero_hists, &zero);
+	if (!h)
+		return NULL;
+	bpf_map_update_elem(&ct_cg_hists, &cgid, h, BPF_NOEXIST);
+	h = bpf_map_lookup_elem(&ct_cg_hists, &cgid);
+	if (!h)
+		drop(CT_DROP_CGROUP_FULL);
+	return h;
+}
+
+/* The span from a stamp to now, or 0 (and counted) when it is not sane. */
+static __always_inline __u64 waited(__u64 start, __u64 now)
+{
+	if (now < start || now - start > max_wait_ns) {
+		drop(CT_DROP_ABSURD);
+		return 0;
+	}
+	return now - start;
+}
+
+/*
+ * cgroup2 id of any task. Plain loads through BTF pointers, which the
+ * verifier turns into fault-safe loads (and libbpf relocates with CO-RE,
+ * as BPF_CORE_READ would): four of them are much cheaper than four
+ * bpf_probe_read_kernel() calls, which matters on every context switch.
+ * A task moving between cgroups at this instant may be charged to
+ * either; that is all RCU would have bought us.
+ */
+static __always_inline __u64 task_cgroup(struct task_struct *t)
+{
+	return t->cgroups->dfl_cgrp->kn->id;
+}
+
+static __always_inline struct ct_task *stamps(struct task_struct *t, bool create)
+{
+	struct ct_task *s;
+
+	s = bpf_task_storage_get(&ct_tasks, t, NULL,
+				 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (!s && create)
+		drop(CT_DROP_STAMP_FULL);
+	return s;
+}
+
+/* ---- scheduler: run-queue delay, and futex waits ------------------------ */
+
+#define PF_KTHREAD 0x00200000
+
+static __always_inline void runq_charge(struct task_struct *t, __u64 d)
+{
+	struct ct_cg_counters *c;
+	struct ct_cg_hists *h;
+	__u64 cgid = task_cgroup(t);
+
+	c = cg_counters(cgid);
+	if (c) {
+		c->runq_ns += d;
+		c->runq_waits++;
+	}
+	h = cg_hists(cgid);
+	if (h)
+		hist_add(h->runq, d);
+}
+
+/*
+ * sched_info mode. The kernel keeps, per task, run_delay (total time
+ * spent runnable on a run queue, waiting) and last_queued (rq clock when
+ * the current wait began, 0 when not waiting). sched_switch fires before
+ * the switch folds the current wait into run_delay, so the task's total is
+ * run_delay + (rq clock - last_queued), on the same clock and from the
+ * same enqueue points as schedstat. What we charge is that total minus
+ * what we charged before: this also catches the part of a wait spent on
+ * another CPU before a migration, which the kernel adds to run_delay when
+ * it dequeues the task there. A task that already ran before we attached
+ * starts from its total (its history is not ours to charge).
+ * Returns the wait that ends now, in ns (0: none, or not ours).
+ */
+static __always_inline __u64 runq_sched_info_wait(struct task_struct *next, struct ct_task *s)
+{
+	__u64 total, queued, clock, d;
+
+	total = next->sched_info.run_delay;
+	queued = next->sched_info.last_queued;
+	if (queued) {
+		/*
+		 * The run queue's clock, as sched_info reads it; next is on
+		 * this CPU's queue, and se.cfs_rq is set for every class
+		 * (needs CONFIG_FAIR_GROUP_SCHED; user space checks). The
+		 * runqueues per-CPU symbol would be simpler, but kernels
+		 * without CONFIG_KALLSYMS_ALL cannot resolve it.
+		 */
+		clock = next->se.cfs_rq->rq->clock;
+		if (clock > queued)
+			total += clock - queued;
+	}
+	if (!(s->flags & CT_TASK_RUNQ_SEEN)) {
+		s->flags |= CT_TASK_RUNQ_SEEN;
+		/* pcount counts the task's runs so far: 0 for a new task. */
+		if (next->sched_info.pcount) {
+			s->runq = total;
+			return 0;
+		}
+	}
+	if (total <= s->runq)
+		return 0;
+	d = total - s->runq;
+	s->runq = total;
+	if (d > max_wait_ns) {
+		drop(CT_DROP_ABSURD);
+		return 0;
+	}
+	return d;
+}
+
+/*
+ * Stamp mode, for kernels without sched_info. sched_wakeup fires in the
+ * waker's context (or on the target CPU when the wake-up was queued to
+ * it), when p is put on a run queue. The current task is the waker: only
+ * p's stamp is touched here. A prev still runnable at the switch
+ * (preempted, or yielding) waits again from then.
+ */
+static __always_inline void runq_stamp(struct task_struct *p)
+{
+	struct ct_task *s;
+
+	if (!p->pid)
+		return;
+	s = stamps(p, true);
+	if (s)
+		s->runq = bpf_ktime_get_ns();
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(ct_sched_wakeup, struct task_struct *p)
+{
+	runq_stamp(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(ct_sched_wakeup_new, struct task_struct *p)
+{
+	runq_stamp(p);
+	return 0;
+}
+
+static __always_inline __u64 runq_stamp_wait(struct ct_task *s)
+{
+	__u64 start = s->runq;
+
+	if (!start)
+		return 0;
+	s->runq = 0;
+	return waited(start, bpf_ktime_get_ns());
+}
+
+/* Futex ops that block: waits and priority-inheritance locks. */
+#define NR_futex 202
+#define NR_futex_waitv 449
+#define NR_futex_wait 455
+#define FUTEX_WAIT 0
+#define FUTEX_LOCK_PI 6
+#define FUTEX_WAIT_BITSET 9
+#define FUTEX_WAIT_REQUEUE_PI 11
+#define FUTEX_LOCK_PI2 13
+#define FUTEX_PRIVATE_FLAG 128
+#define FUTEX_CLOCK_REALTIME 256
+
+static __always_inline bool futex_waits(long nr, long op)
+{
+	if (nr == NR_futex_waitv || nr == NR_futex_wait)
+		return true;
+	if (nr != NR_futex)
+		return false;
+	op &= ~(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME);
+	return op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET || op == FUTEX_LOCK_PI ||
+	       op == FUTEX_LOCK_PI2 || op == FUTEX_WAIT_REQUEUE_PI;
+}
+
+/* Futex waits are not checked against max_wait_ns: idle threads wait for hours. */
+static __always_inline void futex_charge(__u64 cgid, __u64 d)
+{
+	struct ct_cg_counters *c;
+
+	/* Longer waits are threads idling for work, not contention. */
+	if (!d || d > futex_idle_ns)
+		return;
+	c = cg_counters(cgid);
+	if (c) {
+		c->futex_wait_ns += d;
+		c->futex_waits++;
+	}
+}
+
+/*
+ * A user thread going to sleep: is it inside a blocking futex call? Its
+ * user registers, saved at syscall entry, say which syscall (orig_ax) and
+ * which op (second argument, rsi) on x86_64. Only blocking switches pay
+ * for this, and no syscall hook is needed.
+ */
+static __always_inline void futex_block(struct task_struct *prev)
+{
+	struct pt_regs *regs;
+	struct ct_task *s;
+
+	if (prev->flags & PF_KTHREAD)
+		return;
+	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+	if (!regs || !futex_waits(regs->orig_ax, regs->si))
+		return;
+	s = stamps(prev, true);
+	if (s)
+		s->futex_ts = bpf_ktime_get_ns();
+}
+
+/*
+ * Back on a CPU after sleeping in a futex: the wait is the time off CPU
+ * less the run-queue wait after the wake-up (runq, when measured), which
+ * is the scheduler's delay, not the lock's. Charged to the waiter's cgroup.
+ */
+static __always_inline void futex_wake(struct task_struct *next, struct ct_task *s, __u64 runq)
+{
+	__u64 now = bpf_ktime_get_ns(), start = s->futex_ts, d;
+
+	s->futex_ts = 0;
+	d = now > start ? now - start : 0;
+	futex_charge(task_cgroup(next), d > runq ? d - runq : 0);
+}
+
+/*
+ * sched_switch runs with the run-queue lock held and interrupts off, on
+ * the CPU that switches; current is prev. The run-queue wait that ends
+ * here is next's, charged to next's cgroup (not current's, which is
+ * prev's). The idle task (pid 0) neither waits nor is charged.
+ */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	bool runnable = preempt || prev_state == TASK_RUNNING;
+	struct ct_task *s = NULL;
+	__u64 runq = 0;
+
+	if (prev->pid) {
+		if (futex_switch && !runnable)
+			futex_block(prev);
+		if (runq_on && !runq_sched_info && runnable) {
+			s = stamps(prev, true);
+			if (s)
+				s->runq = bpf_ktime_get_ns();
+		}
+	}
+	if (!next->pid)
+		return 0;
+	if (runq_on) {
+		s = stamps(next, runq_sched_info);
+		if (s)
+			runq = runq_sched_info ? runq_sched_info_wait(next, s) :
+						 runq_stamp_wait(s);
+		if (runq)
+			runq_charge(next, runq);
+	} else if (futex_switch) {
+		s = stamps(next, false);
+	}
+	if (futex_switch && s && s->futex_ts)
+		futex_wake(next, s, runq);
+	return 0;
+}
+
+/* ---- block I/O ----------------------------------------------------------- */
+
+/*
+ * Submission: block_io_start (6.5+) fires from blk_account_io_start()
+ * when a bio becomes a new request, in the submitting task's context, so
+ * the current cgroup is the issuer's. Bios merged into an existing request
+ * later are charged to that request's submitter. Writeback is submitted
+ * by flusher threads (kworkers in the root cgroup), not by the task that
+ * dirtied the pages, so buffered writes land on the root cgroup; direct
+ * I/O and reads are charged right. Without block_io_start, block_rq_issue
+ * stamps at dispatch, which may run in a kblockd worker: worse attribution.
+ */
+static __always_inline void rq_start(struct request *rq)
+{
+	__u64 key = (__u64)rq;
+	struct ct_rq s = {
+		.ts = bpf_ktime_get_ns(),
+		.cgid = bpf_get_current_cgroup_id(),
+		.op = rq->cmd_flags & REQ_OP_MASK,
+	};
+
+	/* BPF_ANY: a tag reused after a completion we missed. */
+	if (bpf_map_update_elem(&ct_rqs, &key, &s, BPF_ANY))
+		drop(CT_DROP_STAMP_FULL);
+}
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(ct_block_io_start, struct request *rq)
+{
+	rq_start(rq);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(ct_block_rq_issue, struct request *rq)
+{
+	rq_start(rq);
+	return 0;
+}
+
+/*
+ * Completion, usually in interrupt context on any CPU: fires at the start
+ * of blk_update_request() with the bytes completed now, before the
+ * request's remaining length (__data_len) is reduced, and once for the
+ * whole request in batched completions. A partial completion adds its
+ * bytes and keeps the stamp; the last one also records the latency.
+ * Only reads and writes move bytes (not flush or discard); every request
+ * counts in the latency histogram.
+ */
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(ct_block_rq_complete, struct request *rq, blk_status_t error,
+	     unsigned int nr_bytes)
+{
+	__u64 key = (__u64)rq, now, d;
+	struct ct_cg_counters *c;
+	struct ct_cg_hists *h;
+	struct ct_rq *sp, s;
+	bool last;
+
+	sp = bpf_map_lookup_elem(&ct_rqs, &key);
+	if (!sp)
+		return 0;
+	s = *sp;
+	last = nr_bytes >= rq->__data_len;
+	if (last)
+		bpf_map_delete_elem(&ct_rqs, &key);
+	c = cg_counters(s.cgid);
+	if (c && !error) {
+		if (s.op == REQ_OP_READ)
+			c->io_read_bytes += nr_bytes;
+		else if (s.op == REQ_OP_WRITE)
+			c->io_write_bytes += nr_bytes;
+	}
+	if (!last)
+		return 0;
+	if (c)
+		c->io_requests++;
+	now = bpf_ktime_get_ns();
+	d = waited(s.ts, now);
+	h = d ? cg_hists(s.cgid) : NULL;
+	if (h)
+		hist_add(h->io, d);
+	return 0;
+}
+
+/* ---- syscalls: VFS bytes and futex waits (x86_64 numbers) --------------- */
+
+#define NR_read 0
+#define NR_write 1
+#define NR_pread64 17
+#define NR_pwrite64 18
+#define NR_readv 19
+#define NR_writev 20
+#define NR_sendfile 40
+#define NR_splice 275
+#define NR_preadv 295
+#define NR_pwritev 296
+#define NR_copy_file_range 326
+#define NR_preadv2 327
+#define NR_pwritev2 328
+
+/*
+ * Is fd of the current task a regular file (not a socket, pipe, tty)?
+ * Plain loads through BTF pointers down to the fd array; the slot itself
+ * (a variable index) and the file behind it need probe reads.
+ */
+static __always_inline bool fd_is_regular(long fd)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct fdtable *fdt = task->files->fdt;
+	struct file *file;
+	umode_t mode;
+
+	if (fd < 0 || (unsigned long)fd >= fdt->max_fds)
+		return false;
+	if (bpf_probe_read_kernel(&file, sizeof(file), (void *)((unsigned long)fdt->fd + fd * 8)) ||
+	    !file)
+		return false;
+	mode = BPF_CORE_READ(file, f_inode, i_mode);
+	return (mode & S_IFMT) == S_IFREG;
+}
+
+/*
+ * After the syscall: the fd is still open (close in another thread could
+ * race, then we miss or misjudge one call). Covers read/write and their
+ * positioned and vectored forms, and the in-kernel copies (sendfile,
+ * splice, copy_file_range) on either side. Not seen: mmap'ed file access
+ * and io_uring, which do not go through these syscalls.
+ */
+static __always_inline void vfs_exit(struct pt_regs *regs, long nr, long ret)
+{
+	struct ct_cg_counters *c;
+	__u64 rd = 0, wr = 0;
+
+	switch (nr) {
+	case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
+		if (fd_is_regular(regs->di))
+			rd = ret;
+		break;
+	case NR_write: case NR_pwrite64: case NR_writev: case NR_pwritev: case NR_pwritev2:
+		if (fd_is_regular(regs->di))
+			wr = ret;
+		break;
+	case NR_sendfile: /* (out_fd, in_fd, ...) */
+		if (fd_is_regular(regs->si))
+			rd = ret;
+		if (fd_is_regular(regs->di))
+			wr = ret;
+		break;
+	case NR_splice: case NR_copy_file_range: /* (fd_in, off_in, fd_out, ...) */
+		if (fd_is_regular(regs->di))
+			rd = ret;
+		if (fd_is_regular(regs->dx))
+			wr = ret;
+		break;
+	default:
+		return;
+	}
+	if (!rd && !wr)
+		return;
+	c = cg_counters(bpf_get_current_cgroup_id());
+	if (c) {
+		c->vfs_read_bytes += rd;
+		c->vfs_write_bytes += wr;
+	}
+}
+
+/*
+ * sys_enter / sys_exit run for every syscall on the host, in the calling
+ * thread's context, once any program is attached: that is why VFS is
+ * opt-in, and why futex waits use them only on kernels without
+ * bpf_task_pt_regs (before 5.15). The syscall number is the id argument
+ * at entry and orig_ax at exit; pt_regs still hold the arguments at exit
+ * (x86_64). This way the wait includes the run-queue wait after wake-up.
+ */
+SEC("tp_btf/sys_enter")
+int BPF_PROG(ct_sys_enter, struct pt_regs *regs, long id)
+{
+	struct ct_task *s;
+
+	if (!futex_waits(id, regs->si))
+		return 0;
+	s = stamps(bpf_get_current_task_btf(), true);
+	if (s)
+		s->futex_ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+static __always_inline void futex_exit(long nr)
+{
+	struct ct_task *s;
+	__u64 start, now;
+
+	if (nr != NR_futex && nr != NR_futex_waitv && nr != NR_futex_wait)
+		return;
+	s = stamps(bpf_get_current_task_btf(), false);
+	if (!s || !s->futex_ts)
+		return;
+	start = s->futex_ts;
+	s->futex_ts = 0;
+	now = bpf_ktime_get_ns();
+	futex_charge(bpf_get_current_cgroup_id(), now > start ? now - start : 0);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(ct_sys_exit, struct pt_regs *regs, long ret)
+{
+	long nr = regs->orig_ax;
+
+	if (futex_syscalls)
+		futex_exit(nr);
+	if (vfs_on && ret > 0)
+		vfs_exit(regs, nr, ret);
+	return 0;
+}
+
+/* ---- kernel lock contention --------------------------------------------- */
+
+/*
+ * contention_begin/end bracket the slow path of mutexes, rwsems,
+ * spinlocks and friends, in whatever context takes the lock. Interrupt
+ * context charges the interrupted task; a lock contended in an interrupt
+ * that hit a task already waiting on another is folded into the outer
+ * wait (only the first begin stamps).
+ */
+SEC("tp_btf/contention_begin")
+int BPF_PROG(ct_lock_begin, void *lock, unsigned int flags)
+{
+	struct ct_task *s = stamps(bpf_get_current_task_btf(), true);
+
+	if (s && !s->lock_ts)
+		s->lock_ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/contention_end")
+int BPF_PROG(ct_lock_end, void *lock, int ret)
+{
+	struct ct_task *s = stamps(bpf_get_current_task_btf(), false);
+	struct ct_cg_counters *c;
+	__u64 start, d;
+
+	if (!s || !s->lock_ts)
+		return 0;
+	start = s->lock_ts;
+	s->lock_ts = 0;
+	d = waited(start, bpf_ktime_get_ns());
+	if (!d)
+		return 0;
+	c = cg_counters(bpf_get_current_cgroup_id());
+	if (c) {
+		c->lock_ns += d;
+		c->lock_waits++;
+	}
+	return 0;
+}
+
+/* ---- memory --------------------------------------------------------------- */
+
+/* In the faulting thread's context, once per user page fault (x86). */
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(ct_page_fault, unsigned long address, struct pt_regs *regs,
+	     unsigned long error_code)
+{
+	struct ct_cg_counters *c = cg_counters(bpf_get_current_cgroup_id());
+
+	if (c)
+		c->page_faults++;
+	return 0;
+}
+
+/*
+ * Reclaim runs in the allocating thread's context: memcg reclaim when the
+ * cgroup hits its memory limit, direct reclaim when the system is short.
+ */
+static __always_inline void reclaim_begin(void)
+{
+	struct ct_task *s = stamps(bpf_get_current_task_btf(), true);
+
+	if (s && !s->reclaim_ts)
+		s->reclaim_ts = bpf_ktime_get_ns();
+}
+
+static __always_inline void reclaim_end(void)
+{
+	struct ct_task *s = stamps(bpf_get_current_task_btf(), false);
+	struct ct_cg_counters *c;
+	__u64 start, d;
+
+	if (!s || !s->reclaim_ts)
+		return;
+	start = s->reclaim_ts;
+	s->reclaim_ts = 0;
+	d = waited(start, bpf_ktime_get_ns());
+	c = d ? cg_counters(bpf_get_current_cgroup_id()) : NULL;
+	if (c)
+		c->reclaim_ns += d;
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_begin")
+int BPF_PROG(ct_memcg_reclaim_begin)
+{
+	reclaim_begin();
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_memcg_reclaim_end")
+int BPF_PROG(ct_memcg_reclaim_end)
+{
+	reclaim_end();
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_begin")
+int BPF_PROG(ct_direct_reclaim_begin)
+{
+	reclaim_begin();
+	return 0;
+}
+
+SEC("tp_btf/mm_vmscan_direct_reclaim_end")
+int BPF_PROG(ct_direct_reclaim_end)
+{
+	reclaim_end();
+	return 0;
+}
+
+/* ---- network --------------------------------------------------------------- */
+
+/*
+ * TCP events run in softirq or timer context, or in whichever task
+ * processes the socket backlog: the current cgroup means nothing. The
+ * socket remembers the cgroup2 cgroup of the task that created it
+ * (accepted sockets inherit the listener's), in sk_cgrp_data. Kernels
+ * without CONFIG_SOCK_CGROUP_DATA lack the field; then the events are
+ * skipped (user space does not load these programs there).
+ */
+static __always_inline __u64 sock_cgroup(const struct sock *sk)
+{
+	if (!bpf_core_field_exists(sk->sk_cgrp_data))
+		return 0;
+	return sk->sk_cgrp_data.cgroup->kn->id;
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(ct_tcp_retransmit, const struct sock *sk)
+{
+	struct ct_cg_counters *c;
+	__u64 cgid = sock_cgroup(sk);
+
+	c = cgid ? cg_counters(cgid) : NULL;
+	if (c)
+		c->tcp_retransmits++;
+	return 0;
+}
+
+/*
+ * tcp_probe fires from tcp_rcv_established() for every segment received
+ * on an established connection. The smoothed RTT (srtt_us holds 8 x the
+ * RTT in microseconds) is sampled there; user space reports the mean of
+ * the window's samples, so busy connections weigh more than idle ones.
+ */
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(ct_tcp_probe, struct sock *sk)
+{
+	struct ct_cg_counters *c;
+	__u32 srtt;
+	__u64 cgid;
+
+	srtt = BPF_CORE_READ((struct tcp_sock *)sk, srtt_us) >> 3;
+	if (!srtt)
+		return 0;
+	cgid = sock_cgroup(sk);
+	c = cgid ? cg_counters(cgid) : NULL;
+	if (c) {
+		c->srtt_sum_us += srtt;
+		c->srtt_samples++;
+	}
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ABI shared by bpf/contention.bpf.c and sensing/contention.c: map keys
+ * and values of the contention signals. Fixed-width __u types only; both
+ * halves must agree byte for byte.
+ */
+#ifndef TW_BPF_CONTENTION_H
+#define TW_BPF_CONTENTION_H
+
+#include "sensor.h" /* HIST_BUCKETS: the same log-linear histogram */
+
+/*
+ * User space builds with -Ibpf ahead of -Isensing, so a plain
+ * #include "contention.h" outside sensing/ finds this file, not the
+ * sensing API of the same name: bring that in too, so either way the
+ * includer gets what it asked for.
+ */
+#ifndef __bpf__
+#include "../sensing/contention.h"
+#endif
+
+/* Global drop counters: index into the per-CPU array map ct_drops. */
+enum ct_drop {
+	CT_DROP_CGROUP_FULL, /* cgroup table full: the event is not counted */
+	CT_DROP_STAMP_FULL,  /* no room for a per-thread or per-request stamp */
+	CT_DROP_ABSURD,      /* a wait longer than max_wait_ns: never reported */
+	CT_DROP_MAX,
+};
+
+/*
+ * Per-cgroup counters, per CPU: the scheduler hooks update them on every
+ * context switch, so they must not share a cache line between CPUs. All
+ * cumulative; user space sums the CPUs and diffs two reads.
+ */
+struct ct_cg_counters {
+	__u64 runq_ns;          /* wakeup (or preemption) -> on CPU */
+	__u64 runq_waits;
+	__u64 io_read_bytes;    /* block requests issued by this cgroup */
+	__u64 io_write_bytes;
+	__u64 io_requests;
+	__u64 vfs_read_bytes;   /* read(2) & co. on regular files */
+	__u64 vfs_write_bytes;
+	__u64 futex_wait_ns;    /* FUTEX_WAIT* and futex_wait(v) time in the syscall */
+	__u64 futex_waits;
+	__u64 lock_ns;          /* contention_begin -> contention_end */
+	__u64 lock_waits;
+	__u64 page_faults;      /* user page faults */
+	__u64 reclaim_ns;       /* memcg and direct reclaim */
+	__u64 tcp_retransmits;
+	__u64 srtt_sum_us;      /* sum of sampled smoothed RTTs */
+	__u64 srtt_samples;
+};
+
+/*
+ * Per-cgroup histograms, shared by all CPUs, updated with atomic adds.
+ * 32-bit buckets wrap; user space diffs them modulo 2^32 (hist_diff).
+ */
+struct ct_cg_hists {
+	__u32 runq[HIST_BUCKETS]; /* run-queue delay, ns */
+	__u32 io[HIST_BUCKETS];   /* block request submit -> complete, ns */
+};
+
+#endif

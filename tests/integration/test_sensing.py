@@ -1,0 +1,558 @@
+#!/usr/bin/python3
+"""Integration tests of tailwarden's sensing: real servers, real clients, real BPF.
+
+Each test starts real servers in cgroups of its own (cgroup2 at
+/sys/fs/cgroup/unified, prefix tailwarden-test-<pid>), pinned to CPU 0, drives
+them from a client pinned to CPU 1 at a load well below saturation, runs
+`tailwarden top --json` beside them and compares what tailwarden inferred from
+kernel events with what the client measured itself.
+
+Usage: test_sensing.py [-v] [TEST...]     (run as root; without root every test
+is skipped). Prints PASS/FAIL/SKIP per test and ends with
+"N passed, N failed, N skipped"; exits 1 when any test failed.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+import twtest as tw  # noqa: E402
+from twtest import check, TestFailure, SetupError, TopError  # noqa: E402
+
+SERVER_CPU = 0
+CLIENT_CPU = 1
+COUNT_TOL = 0.005       # inferred request counts must match the client's within 0.5 %
+P99_TOL = 0.25          # inferred p99 within +-25 % of the client's p99 (see accuracy_test)
+ABSURD_US = 1_000_000   # no request on loopback in these tests takes a second
+
+VERBOSE = False
+
+
+class Skip(Exception):
+    pass
+
+
+def info(msg):
+    if VERBOSE:
+        tw.log("  " + msg)
+
+
+def need(*tools):
+    for t in tools:
+        if shutil.which(t) is None:
+            raise Skip("%s is not installed" % t)
+
+
+# ---------------------------------------------------------------------------
+# checks shared by the tests
+
+PCT_KEYS = ("p50", "p90", "p99", "p999", "max")
+FIELDS = ("ts", "cgroup", "cgroup_id", "interval_s", "requests", "rps", "latency_us",
+          "ttfb_us", "bytes_in", "bytes_out", "conns_open", "outbound", "dropped")
+
+
+def check_row(row, cg=None):
+    """What must hold for every object top prints, loaded or idle."""
+    missing = [f for f in FIELDS if f not in row]
+    check(not missing, "object lacks %s: %s" % (missing, row))
+    if cg is not None:
+        check(row["cgroup"] == cg.rel, "cgroup %r, expected %r" % (row["cgroup"], cg.rel))
+        check(row["cgroup_id"] == cg.inode,
+              "%s: cgroup_id %s, but the cgroup2 directory's inode is %d"
+              % (cg.rel, row["cgroup_id"], cg.inode))
+    n = row["requests"]
+    check(isinstance(n, int) and n >= 0, "requests %r is not a count" % n)
+    for key in ("latency_us", "ttfb_us"):
+        lat = row[key]
+        if n == 0:
+            check(lat is None, "%s is %r with 0 requests (expected null)" % (key, lat))
+            continue
+        check(isinstance(lat, dict), "%s is %r with %d requests" % (key, lat, n))
+        vals = [lat.get(k) for k in PCT_KEYS]
+        check(all(isinstance(v, (int, float)) for v in vals), "%s lacks percentiles: %r" % (key, lat))
+        check(all(v >= 0 for v in vals), "%s has a negative latency: %r" % (key, lat))
+        check(vals == sorted(vals), "%s percentiles are not ordered: %r" % (key, lat))
+        check(lat["max"] < ABSURD_US, "%s max %.0f us is absurd (>= 1 s): %r"
+              % (key, lat["max"], row))
+    if n:
+        # ttfb <= span for every request, so every ttfb quantile <= the span's
+        # (5 % for histogram bucket error).
+        for k in PCT_KEYS:
+            check(row["ttfb_us"][k] <= row["latency_us"][k] * 1.05 + 1,
+                  "ttfb %s %.0f us > latency %s %.0f us" % (k, row["ttfb_us"][k], k,
+                                                           row["latency_us"][k]))
+    for k in ("bytes_in", "bytes_out", "conns_open"):
+        check(isinstance(row[k], int) and row[k] >= 0, "%s %r is not a count" % (k, row[k]))
+    check(row["interval_s"] > 0, "interval_s %r" % row["interval_s"])
+    check(abs(row["rps"] - n / row["interval_s"]) <= 0.01 * max(1, row["rps"]) + 0.5,
+          "rps %.1f != requests/interval_s %.1f" % (row["rps"], n / row["interval_s"]))
+    ob = row["outbound"]
+    check(isinstance(ob, dict) and "requests" in ob and "latency_us" in ob,
+          "outbound %r malformed" % ob)
+    if ob["requests"] == 0:
+        check(ob["latency_us"] is None, "outbound latency %r with 0 requests" % ob["latency_us"])
+    check(isinstance(row["dropped"], dict) and
+          all(k in row["dropped"] for k in ("spans", "conns", "cgroups")),
+          "dropped %r malformed" % row["dropped"])
+
+
+def check_top_clean(top, rc):
+    check(rc == 0, "tailwarden top exited %s on SIGINT: %s" % (rc, top.stderr_text()[-500:]))
+    check(not top.bad_lines, "non-JSON lines on stdout: %r" % top.bad_lines[:3])
+
+
+def compare_count(what, inferred, client, extra_abs=0):
+    tol = COUNT_TOL * client + extra_abs
+    check(abs(inferred - client) <= tol,
+          "%s: inferred %d requests, client completed %d (diff %+d, allowed +-%.1f)"
+          % (what, inferred, client, inferred - client, tol))
+
+
+def compare_p99(what, inferred, client, context=""):
+    check(inferred is not None, "%s: no inferred latency" % what)
+    ratio = inferred / client
+    check(abs(ratio - 1) <= P99_TOL,
+          "%s: inferred p99 %.0f us vs client p99 %.0f us (ratio %.2f, allowed %.2f..%.2f)%s"
+          % (what, inferred, client, ratio, 1 - P99_TOL, 1 + P99_TOL, context))
+
+
+def drops(rows):
+    return {k: sum((r.get("dropped") or {}).get(k, 0) for r in rows)
+            for k in ("spans", "conns", "cgroups")}
+
+
+# ---------------------------------------------------------------------------
+# one server, one client, whole-run comparison
+
+class Run:
+    """One load run and what top inferred for it."""
+
+    def __init__(self, res, rows):
+        self.res, self.rows = res, rows
+        self.inferred = tw.total(rows)
+        self.p50 = tw.merged_quantile(rows, 0.50)
+        self.p99 = tw.merged_quantile(rows, 0.99)
+
+
+def measured_run(sess, srv, web, cli, top_cg, client, proto, rate, duration, conns=8):
+    """Serve `rate` req/s for `duration` s from `client` under a fresh `top`.
+
+    Whole-run latency: top runs with an interval longer than the load (load
+    duration + 2.5 s) and the load starts as soon as top says its programs are
+    attached, so a single interval holds every request of the run and its p99
+    IS the run's p99 -- no averaging of percentiles, which has no meaning.
+    tw.merged_quantile() folds in any other interval weighted by its request
+    count (in case a boundary still splits the run), which reduces to that one
+    interval's p99 when it holds everything. The request count is the sum over
+    all intervals, whichever way the boundaries fall.
+    """
+    top = sess.top([web], interval=duration + 2.5, cgroup=top_cg)
+    info("sensing mode: %s" % top.mode)
+    if client == "loadgen":
+        res = sess.loadgen(proto, srv.port, rate, duration, conns=conns, cpu=CLIENT_CPU, cgroup=cli)
+    else:
+        res = sess.tsclient(proto, srv.port, rate, duration, conns=conns, cpu=CLIENT_CPU, cgroup=cli)
+    top.wait_past(res["_t_end"])
+    rc = top.stop()
+    check_top_clean(top, rc)
+    rows = top.rows(web)
+    check(rows, "no object for %s" % web.rel)
+    for r in rows:
+        check_row(r, web)
+    if res.get("errors"):
+        raise SetupError("%s saw %d errors against %s (load too high?): %s"
+                         % (client, res["errors"], proto, res))
+    run = Run(res, rows)
+    c = res["latency_us"]
+    k = res.get("kernel_latency_us") or {}
+    info("%s: completed %d, p50 %.0f p99 %.0f us%s | inferred: %d requests (%d in the largest "
+         "interval) p50 %s p99 %s us | drops %s"
+         % (client, res["completed"], c["p50"], c["p99"],
+            " (kernel rx p50 %.0f p99 %.0f)" % (k["p50"], k["p99"]) if k else "",
+            run.inferred, max(r["requests"] for r in rows), fmt(run.p50), fmt(run.p99),
+            drops(rows)))
+    return run
+
+
+def fmt(v):
+    return "-" if v is None else "%.0f" % v
+
+
+def accuracy_test(sess, start_server, proto, rate, duration, conns=8, extra_checks=None):
+    """Counts against loadgen; latency against the kernel-timestamp reference.
+
+    Run 1, loadgen: the inferred request count must equal loadgen's completed
+    count within 0.5 %.
+
+    Run 2, tests/lib/tsclient.py at the same load: count again, and the inferred
+    p99 must be within +-25 % of the client's p99 measured to the kernel's
+    receive timestamp of each reply. Why not loadgen's own p99: a user-space
+    client's latency ends when it has woken up and read the reply, which on
+    these (nested-virtualisation) hosts adds ~35 us at p50 and 100-200 us at
+    p99 AFTER the server's last send -- outside the span by definition, and
+    enough to put a correct 150 us p99 at 0.6x of loadgen's. The receive
+    timestamp ends where the span ends; it is still measured on the client,
+    independently of tailwarden. loadgen's p99 and its ratio are reported
+    beside it.
+    """
+    web, cli, top_cg = sess.cgroup("web"), sess.cgroup("client"), sess.cgroup("top")
+    srv = start_server(web)
+    a = measured_run(sess, srv, web, cli, top_cg, "loadgen", proto, rate, duration, conns)
+    if a.res["completed"] < 0.9 * rate * duration:
+        raise SetupError("loadgen completed only %d of %d requests"
+                         % (a.res["completed"], rate * duration))
+    compare_count(proto + " (loadgen)", a.inferred, a.res["completed"])
+    b = measured_run(sess, srv, web, cli, top_cg, "tsclient", proto, rate, duration, conns)
+    compare_count(proto + " (reference client)", b.inferred, b.res["completed"])
+    ref = b.res["kernel_latency_us"]
+    check(ref, "reference client got no kernel receive timestamps")
+    compare_p99(proto, b.p99, ref["p99"],
+                "; p50 client-kernel %.0f / inferred %s us; loadgen p99 %.0f vs inferred %s"
+                % (ref["p50"], fmt(b.p50), a.res["latency_us"]["p99"], fmt(a.p99)))
+    if extra_checks:
+        extra_checks(a, b)
+    la = a.res["latency_us"]
+    return ("loadgen %d req / inferred %d; ref %d / inferred %d; p99 ref(kernel rx) %.0f / "
+            "inferred %s us (%.2f); loadgen p99 %.0f / inferred %s us (%.2f)"
+            % (a.res["completed"], a.inferred, b.res["completed"], b.inferred, ref["p99"],
+               fmt(b.p99), b.p99 / ref["p99"], la["p99"], fmt(a.p99), a.p99 / la["p99"]))
+
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append((fn.__name__[len("test_"):], fn))
+    return fn
+
+
+@test
+def test_nginx(sess):
+    need("nginx")
+    return accuracy_test(sess, lambda cg: sess.nginx(cg, cpu=SERVER_CPU), "http", 3000, 3)
+
+
+@test
+def test_redis(sess):
+    need("redis-server")
+    return accuracy_test(sess, lambda cg: sess.redis(cg, cpu=SERVER_CPU), "redis", 3000, 3)
+
+
+@test
+def test_memcached(sess):
+    need("memcached")
+    return accuracy_test(sess, lambda cg: sess.memcached(cg, cpu=SERVER_CPU), "memcached", 3000, 3)
+
+
+@test
+def test_threadpool(sess):
+    """2 ms of work per request; requests of one connection move between threads."""
+    return accuracy_test(sess, lambda cg: sess.pyserver("threadpool_http.py", cg, cpu=SERVER_CPU),
+                         "http", 200, 4)
+
+
+@test
+def test_wrk_nginx(sess):
+    """wrk's own count against nginx.
+
+    wrk counts only responses it has read when its timer runs out; each of its
+    connections may have one request whose reply nginx had already sent (and
+    tailwarden rightly counted) but wrk never read. So the inferred count may
+    exceed wrk's by up to one per connection, on top of the 0.5 % tolerance.
+    """
+    need("nginx", "wrk")
+    web, cli, top_cg = sess.cgroup("web"), sess.cgroup("client"), sess.cgroup("top")
+    srv = sess.nginx(web, cpu=SERVER_CPU)
+    conns = 8
+    top = sess.top([web], interval=5.5, cgroup=top_cg)
+    res = tw.wrk(sess, srv.port, threads=1, conns=conns, duration="3s", cpu=CLIENT_CPU, cgroup=cli)
+    top.wait_past(res["_t_end"])
+    rc = top.stop()
+    check_top_clean(top, rc)
+    rows = top.rows(web)
+    for r in rows:
+        check_row(r, web)
+    if res["errors"] or res["non2xx"]:
+        raise SetupError("wrk saw errors: %s" % res)
+    inferred = tw.total(rows)
+    client = res["completed"]
+    tol = COUNT_TOL * client
+    check(client - tol <= inferred <= client + tol + conns,
+          "inferred %d requests, wrk counted %d (allowed %d..%d: 0.5 %% plus one in-flight "
+          "request per connection)" % (inferred, client, client - tol, client + tol + conns))
+    return "wrk %d req (%.0f req/s); inferred %d req, p99 %s us" % (
+        client, res["rps"] or 0, inferred, fmt(tw.merged_quantile(rows, 0.99)))
+
+
+@test
+def test_redis_benchmark(sess):
+    """redis-benchmark's own count against redis.
+
+    Before its GET test redis-benchmark asks the server for two settings
+    (CONFIG GET save, CONFIG GET appendonly) on a connection of its own. hiredis
+    pipelines the two: they leave in one write and redis answers both in one
+    write, and by design pipelined requests collapse into one span (requests =
+    response starts). So the expected count is completed + 1.
+    """
+    need("redis-server", "redis-benchmark")
+    db, cli, top_cg = sess.cgroup("cache"), sess.cgroup("client"), sess.cgroup("top")
+    srv = sess.redis(db, cpu=SERVER_CPU)
+    top = sess.top([db], interval=5.0, cgroup=top_cg)
+    res = tw.redis_benchmark(sess, srv.port, n=20000, conns=8, cpu=CLIENT_CPU, cgroup=cli)
+    top.wait_past(res["_t_end"])
+    rc = top.stop()
+    check_top_clean(top, rc)
+    rows = top.rows(db)
+    for r in rows:
+        check_row(r, db)
+    inferred = tw.total(rows)
+    compare_count("redis-benchmark", inferred, res["completed"] + 1)
+    return "redis-benchmark %d GETs (+1 pipelined pair of CONFIG GETs) in %.2f s; inferred %d req, p99 %s us" % (
+        res["completed"], res["seconds"], inferred, fmt(tw.merged_quantile(rows, 0.99)))
+
+
+@test
+def test_two_cgroups(sess):
+    """nginx and redis loaded at once, top without filters: each on its own.
+
+    Without --cgroup, top prints every cgroup that had traffic. Each server's
+    cgroup must match its own client; the clients' cgroups serve nothing, so
+    they must show no served requests (their requests are outbound), and a
+    bystander cgroup with only a sleeping process must not show traffic.
+    """
+    need("nginx", "redis-server")
+    web, db = sess.cgroup("web"), sess.cgroup("cache")
+    cli_web, cli_db = sess.cgroup("client-web"), sess.cgroup("client-cache")
+    idle, top_cg = sess.cgroup("bystander"), sess.cgroup("top")
+    sess.sleeper(idle)
+    ngx = sess.nginx(web, cpu=SERVER_CPU)
+    rds = sess.redis(db, cpu=SERVER_CPU)
+    duration = 3
+    top = sess.top([], interval=duration + 2.5, cgroup=top_cg)
+    a = sess.loadgen("http", ngx.port, 2000, duration, cpu=CLIENT_CPU, cgroup=cli_web,
+                     background=True)
+    b = sess.loadgen("redis", rds.port, 2000, duration, cpu=CLIENT_CPU, cgroup=cli_db,
+                     background=True)
+    ra, rb = a.result(duration + 30), b.result(duration + 30)
+    top.wait_past(max(ra["_t_end"], rb["_t_end"]), [web, db])
+    rc = top.stop()
+    check_top_clean(top, rc)
+    for cg in (web, db, cli_web, cli_db, idle):
+        for r in top.rows(cg):
+            check_row(r, cg)
+    for res, name in ((ra, "nginx"), (rb, "redis")):
+        if res.get("errors"):
+            raise SetupError("loadgen saw %d errors against %s" % (res["errors"], name))
+    nw, nd = tw.total(top.rows(web)), tw.total(top.rows(db))
+    compare_count("nginx cgroup", nw, ra["completed"])
+    compare_count("redis cgroup", nd, rb["completed"])
+    for cg in (cli_web, cli_db, idle):
+        served = tw.total(top.rows(cg))
+        check(served == 0, "%s served nothing but top reports %d requests there" % (cg.rel, served))
+    ob = {cg.name: tw.total([r["outbound"] for r in top.rows(cg)]) for cg in (cli_web, cli_db)}
+    info("outbound requests seen from the client cgroups: %s (clients completed %d, %d)"
+         % (ob, ra["completed"], rb["completed"]))
+    return "nginx: client %d / inferred %d; redis: client %d / inferred %d; outbound %s" % (
+        ra["completed"], nw, rb["completed"], nd, ob)
+
+
+@test
+def test_idle(sess):
+    """An idle cgroup gets an object every interval: requests 0, latency null.
+
+    nginx is loaded in a sibling cgroup meanwhile, so an inferrer that leaks
+    other cgroups' requests shows up here.
+    """
+    need("nginx")
+    idle, busy, cli, top_cg = (sess.cgroup(n) for n in ("idle", "busy", "client", "top"))
+    sess.sleeper(idle)
+    ngx = sess.nginx(busy, cpu=SERVER_CPU)
+    load = sess.loadgen("http", ngx.port, 1000, 4, cpu=CLIENT_CPU, cgroup=cli, background=True)
+    count, interval = 4, 0.5
+    top = sess.top([idle], interval=interval, count=count, cgroup=top_cg)
+    rc = top.wait_exit(count * interval + 10)
+    check(rc is not None, "top --count %d --interval %s did not exit" % (count, interval))
+    check(rc == 0, "top exited %s: %s" % (rc, top.stderr_text()[-500:]))
+    load.result(30)
+    rows = top.rows()
+    check(not top.bad_lines, "non-JSON lines on stdout: %r" % top.bad_lines[:3])
+    check(len(rows) == count, "expected %d objects (one per interval), got %d: %r"
+          % (count, len(rows), rows))
+    for r in rows:
+        check_row(r, idle)
+        check(r["requests"] == 0 and r["latency_us"] is None,
+              "idle cgroup reported requests %r latency %r" % (r["requests"], r["latency_us"]))
+        check(r["bytes_in"] == 0 and r["bytes_out"] == 0 and r["conns_open"] == 0,
+              "idle cgroup reported bytes %d/%d conns %d"
+              % (r["bytes_in"], r["bytes_out"], r["conns_open"]))
+        check(abs(r["interval_s"] - interval) <= 0.2 * interval,
+              "interval_s %.3f, asked for %.1f" % (r["interval_s"], interval))
+    ts = [r["ts"] for r in rows]
+    check(ts == sorted(ts), "ts not increasing: %r" % ts)
+    first = top.objects[0][0] - top.t_ready
+    check(first >= 0.8 * interval, "first object came %.2f s after start, expected one "
+          "interval (%.1f s)" % (first, interval))
+    return "%d intervals of %.1f s, all requests 0 / latency null" % (count, interval)
+
+
+@test
+def test_multisend(sess):
+    """Replies written as headers, 3 ms, half the body, 3 ms, the rest.
+
+    One reply is one request (not three), and its span ends at the last send,
+    so every span is >= 6 ms; time to first byte comes before the first pause.
+    """
+    out = {}
+
+    def spans(a, b):
+        for run, name in ((a, "loadgen run"), (b, "reference run")):
+            check(run.p50 is not None and run.p50 >= 6000,
+                  "%s: inferred p50 %s us < 6000 us: the span does not end at the last send"
+                  % (name, fmt(run.p50)))
+        ttfb50 = tw.merged_quantile(a.rows, 0.5, key="ttfb_us")
+        check(ttfb50 is not None and ttfb50 <= 0.5 * a.p50,
+              "ttfb p50 %s us is not well before the span's end (p50 %s us)"
+              % (fmt(ttfb50), fmt(a.p50)))
+        out["extra"] = "; inferred p50 %s us, ttfb p50 %s us" % (fmt(a.p50), fmt(ttfb50))
+
+    line = accuracy_test(sess, lambda cg: sess.pyserver("multisend_http.py", cg, cpu=SERVER_CPU,
+                                                        args=["--parts", "3", "--gap-ms", "3"]),
+                         "http", 100, 3, extra_checks=spans)
+    return line + out["extra"]
+
+
+@test
+def test_restart(sess):
+    """nginx SIGKILLed (master and worker) and restarted on its port under load.
+
+    Tolerance on the count: loadgen keeps at most one request in flight per
+    connection. At the kill each such request was either already answered --
+    tailwarden counted it, but the client may have lost it to the reset -- or
+    not answered, and then neither side counts it. So inferred - completed lies
+    in [0, conns], plus the usual 0.5 %.
+    """
+    need("nginx")
+    web, cli, top_cg = sess.cgroup("web"), sess.cgroup("client"), sess.cgroup("top")
+    ngx = sess.nginx(web, cpu=SERVER_CPU)
+    rate, duration, conns = 2000, 6, 8
+    top = sess.top([web], interval=1.0, cgroup=top_cg)
+    load = sess.loadgen("http", ngx.port, rate, duration, conns=conns, cpu=CLIENT_CPU,
+                        cgroup=cli, background=True)
+    time.sleep(2.0)
+    ngx.kill()
+    t_kill = time.monotonic()
+    sess.nginx(web, cpu=SERVER_CPU, port=ngx.port)
+    t_up = time.monotonic()
+    res = load.result(duration + 30)
+    top.wait_past(res["_t_end"])
+    rc = top.stop()
+    check_top_clean(top, rc)
+    rows = top.rows(web)
+    for r in rows:
+        check_row(r, web)       # includes: no negative latency, max < 1 s
+    info("restart took %.0f ms; client %s" % ((t_up - t_kill) * 1000,
+                                              {k: res.get(k) for k in ("sent", "completed", "errors")}))
+    if res["completed"] < 0.8 * rate * duration:
+        raise SetupError("load did not continue after the restart: client completed %d of %d"
+                         % (res["completed"], rate * duration))
+    after = [r["requests"] for at, r in top.objects
+             if r.get("cgroup") == web.rel and at > t_up + 1.2 and at < res["_t_end"]]
+    check(after and all(n > 0 for n in after),
+          "no requests inferred in the intervals after the restart: %r" % after)
+    inferred = tw.total(rows)
+    client = res["completed"]
+    tol = COUNT_TOL * client
+    check(client - tol <= inferred <= client + tol + conns,
+          "inferred %d, client completed %d (allowed %.0f..%.0f)"
+          % (inferred, client, client - tol, client + tol + conns))
+    worst = max((r["latency_us"]["max"] for r in rows if r["latency_us"]), default=0)
+    return "client %d ok / %d errors; inferred %d; worst interval max %.0f us; drops %s" % (
+        client, res.get("errors", 0), inferred, worst, drops(rows))
+
+
+@test
+def test_cli(sess):
+    """--cgroup accepts four spellings; an unknown cgroup or bad argument exits 1."""
+    cg, top_cg = sess.cgroup("named"), sess.cgroup("top")
+    sess.sleeper(cg)
+    rel = cg.rel.lstrip("/")
+    for spelling in (os.path.join(tw.UNIFIED, rel), os.path.join(tw.CGROUP_FS, rel), rel, "/" + rel):
+        top = sess.top([spelling], interval=0.2, count=1, cgroup=top_cg)
+        rc = top.wait_exit(10)
+        check(rc == 0, "--cgroup %s: exit %s: %s" % (spelling, rc, top.stderr_text()[-300:]))
+        rows = top.rows()
+        check(len(rows) == 1, "--cgroup %s --count 1: %d objects" % (spelling, len(rows)))
+        check_row(rows[0], cg)
+    for args, why in (([ "--cgroup", cg.rel + "-does-not-exist"], "unknown cgroup"),
+                      (["--interval", "abc"], "bad --interval"),
+                      (["--count", "-3"], "bad --count"),
+                      (["--no-such-option"], "unknown option")):
+        p = subprocess.run([tw.TAILWARDEN, "top", "--json"] + args, capture_output=True,
+                           text=True, timeout=30)
+        check(p.returncode == 1, "%s (%s): exit %d, expected 1" % (why, " ".join(args), p.returncode))
+        check(p.stderr.strip(), "%s: exit 1 without a message on stderr" % why)
+        check(not p.stdout.strip(), "%s: printed %r on stdout" % (why, p.stdout[:200]))
+    return "4 spellings of --cgroup, 4 bad invocations"
+
+
+# ---------------------------------------------------------------------------
+# runner
+
+def run_one(name, fn):
+    """Run one test in a session of its own; return 'PASS'/'FAIL'/'SKIP' and a line."""
+    t0 = time.monotonic()
+    try:
+        with tw.Session(tag=name.replace("_", "-")) as sess:
+            detail = fn(sess)
+        status, line = "PASS", "PASS %s" % name + (" (%s)" % detail if detail else "")
+    except Skip as e:
+        status, line = "SKIP", "SKIP %s: %s" % (name, e)
+    except (TestFailure, TopError) as e:
+        status, line = "FAIL", "FAIL %s: %s" % (name, e)
+    except SetupError as e:
+        status, line = "FAIL", "FAIL %s: setup: %s" % (name, e)
+    except Exception as e:  # noqa: BLE001 -- a broken test is a failed test
+        traceback.print_exc()
+        status, line = "FAIL", "FAIL %s: %s: %s" % (name, type(e).__name__, e)
+    left = tw.leftovers()
+    if left:
+        status, line = "FAIL", line.replace("PASS", "FAIL", 1) + "; left behind: %s" % left
+    info("%s took %.1f s" % (name, time.monotonic() - t0))
+    return status, line
+
+
+def main(argv):
+    global VERBOSE
+    args = [a for a in argv if a not in ("-v", "--verbose")]
+    VERBOSE = len(args) != len(argv)
+    if any(a in ("-h", "--help") for a in args):
+        print(__doc__.strip())
+        print("tests: " + " ".join(n for n, _ in TESTS))
+        return 0
+    known = dict(TESTS)
+    unknown = [a for a in args if a not in known]
+    if unknown:
+        print("unknown test(s): %s; known: %s" % (" ".join(unknown), " ".join(known)),
+              file=sys.stderr)
+        return 2
+    selected = [(n, f) for n, f in TESTS if not args or n in args]
+    if os.geteuid() != 0:
+        for n, _ in selected:
+            print("SKIP %s: needs root (loads BPF programs and creates cgroups)" % n)
+        print("0 passed, 0 failed, %d skipped" % len(selected))
+        return 0
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    for name, fn in selected:
+        status, line = run_one(name, fn)
+        counts[status] += 1
+        print(line, flush=True)
+    print("%d passed, %d failed, %d skipped" % (counts["PASS"], counts["FAIL"], counts["SKIP"]))
+    return 1 if counts["FAIL"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
