@@ -245,6 +245,21 @@ static __always_inline bool span_ok(struct conn *c, __u64 start, __u64 now)
 	return false;
 }
 
+/*
+ * Time of a TCP socket's latest receive or transmit, without a clock read:
+ * tcp_mstamp_refresh() stores tcp_clock_ns() (CLOCK_MONOTONIC, the same
+ * clock as bpf_ktime_get_ns()) at the start of every receive path, right
+ * before sk_data_ready, and at the start of every transmit. A clock read
+ * costs tens of ns per event on some virtual machines; this is one load.
+ */
+static __always_inline __u64 sock_clock(const struct sock *sk)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock((void *)sk);
+	__u64 t = tp ? tp->tcp_clock_cache : 0;
+
+	return t ?: bpf_ktime_get_ns();
+}
+
 static __always_inline bool is_tcp(const struct sock *sk)
 {
 	__u16 family = sk->__sk_common.skc_family;
@@ -390,25 +405,28 @@ static __always_inline void server_send(struct conn *c, __u64 len)
 	/* PH_IDLE: an unsolicited send (banner, push) starts no request. */
 }
 
-static __always_inline void client_send(struct conn *c, __u64 len)
+/*
+ * Our request went out. sock_send_length fires when sendmsg returns; on
+ * loopback the server may have answered by then, so the start is the
+ * transmit's clock (sk) when we have the socket, else now.
+ */
+static __always_inline void client_send(struct conn *c, const struct sock *sk, __u64 len)
 {
 	add_bytes(c, &c->pend_out, len);
 	if (c->phase != PH_REQ) {
-		c->start_ns = bpf_ktime_get_ns();
+		c->start_ns = sk ? sock_clock(sk) : bpf_ktime_get_ns();
 		c->phase = PH_REQ;
 	}
 }
 
 /* The reply to our request arrived (sk_data_ready) or was first read. */
-static __always_inline void client_reply(struct conn *c)
+static __always_inline void client_reply(struct conn *c, __u64 now)
 {
 	struct tw_cg_hists *h;
-	__u64 now;
 
 	if (c->phase != PH_REQ)
 		return;
 	c->phase = PH_RESP;
-	now = bpf_ktime_get_ns();
 	if (!c->cgid || !span_ok(c, c->start_ns, now))
 		return;
 	h = cg_hists(c->cgid);
@@ -427,18 +445,20 @@ static __always_inline void on_recv(struct conn *c, __u64 len)
 		server_recv(c, len);
 	} else {
 		add_bytes(c, &c->pend_in, len);
-		client_reply(c);
+		if (c->phase == PH_REQ) /* no sk_data_ready: the first read */
+			client_reply(c, bpf_ktime_get_ns());
 	}
 }
 
-static __always_inline void on_send(struct conn *c, __u64 len)
+/* sk: the socket as a BTF pointer, or NULL (syscall fallback). */
+static __always_inline void on_send(struct conn *c, const struct sock *sk, __u64 len)
 {
 	if (!c || !attribute(c))
 		return;
 	if (c->dir == TW_DIR_SERVER)
 		server_send(c, len);
 	else
-		client_send(c, len);
+		client_send(c, sk, len);
 }
 
 /*
@@ -462,7 +482,7 @@ int BPF_PROG(tw_sock_send, struct sock *sk, int ret, int flags)
 {
 	if (ret <= 0 || !is_tcp(sk))
 		return 0;
-	on_send(conn_get_sk(sk, TW_DIR_CLIENT), ret);
+	on_send(conn_get_sk(sk, TW_DIR_CLIENT), sk, ret);
 	return 0;
 }
 
@@ -480,12 +500,13 @@ int BPF_PROG(tw_sk_data_ready, const struct sock *sk)
 	if (!c)
 		return 0;
 	if (c->dir != TW_DIR_SERVER) {
-		client_reply(c);
+		if (c->phase == PH_REQ)
+			client_reply(c, sock_clock(sk));
 	} else if (c->phase == PH_IDLE) {
-		c->start_ns = bpf_ktime_get_ns();
+		c->start_ns = sock_clock(sk);
 		c->phase = PH_ARRIVED;
 	} else if (c->phase == PH_REPLY && !c->next_start_ns) {
-		c->next_start_ns = bpf_ktime_get_ns();
+		c->next_start_ns = sock_clock(sk);
 	}
 	return 0;
 }
@@ -603,7 +624,7 @@ int BPF_PROG(tw_sys_exit, struct pt_regs *regs, long ret)
 	if (in)
 		on_recv(conn_get_addr((__u64)sk, TW_DIR_SERVER), ret);
 	else
-		on_send(conn_get_addr((__u64)sk, TW_DIR_CLIENT), ret);
+		on_send(conn_get_addr((__u64)sk, TW_DIR_CLIENT), NULL, ret);
 	return 0;
 }
 
