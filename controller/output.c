@@ -95,6 +95,95 @@ struct json_object *output_sample_json(const struct qos_sample *s, const char *p
 	return o;
 }
 
+/* A figure, or null when it is unavailable (NAN). */
+static struct json_object *maybe(double v, const char *fmt)
+{
+	return isnan(v) ? NULL : num(v, fmt);
+}
+
+/* {p50, p99} in µs of a ns histogram, or null when it holds nothing. */
+static struct json_object *p50_p99_us(const struct hist *h)
+{
+	struct json_object *o;
+
+	if (!h->total)
+		return NULL;
+	o = json_object_new_object();
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "p50", num(hist_percentile(h, 0.50) / 1000.0, "%.1f"));
+	json_object_object_add(o, "p99", num(hist_percentile(h, 0.99) / 1000.0, "%.1f"));
+	return o;
+}
+
+static struct json_object *diagnosis_json(const struct diagnosis *d)
+{
+	struct json_object *o = json_object_new_object(), *ev = json_object_new_array();
+
+	if (!o || !ev) {
+		json_object_put(o);
+		json_object_put(ev);
+		return NULL;
+	}
+	json_object_object_add(o, "dominant", json_object_new_string(diag_dominant_name(d->dominant)));
+	json_object_object_add(o, "cause", json_object_new_string(diag_cause_name(d->cause)));
+	for (size_t i = 0; i < d->n_evidence; i++) {
+		const struct diag_evidence *e = &d->evidence[i];
+		struct json_object *x = json_object_new_object();
+
+		if (!x)
+			break;
+		json_object_object_add(x, "signal", json_object_new_string(e->signal));
+		json_object_object_add(x, "value", num(e->value, "%.6g"));
+		json_object_object_add(x, "baseline", num(e->baseline, "%.6g"));
+		json_object_object_add(x, "ratio", num(e->ratio, "%.2f"));
+		json_object_array_add(ev, x);
+	}
+	json_object_object_add(o, "evidence", ev);
+	return o;
+}
+
+void output_contention_json(struct json_object *o, const struct contention_sample *c,
+			    const struct diagnosis *d)
+{
+	static const struct contention_sample none = {
+		.runq_delay_s = NAN, .cpu_usage_s = NAN, .cpu_throttled_s = NAN,
+		.cpu_throttled_periods = NAN, .io_read_bytes = NAN, .io_write_bytes = NAN,
+		.vfs_read_bytes = NAN, .vfs_write_bytes = NAN, .futex_wait_s = NAN,
+		.lock_contention_s = NAN, .page_faults = NAN, .reclaim_s = NAN,
+		.tcp_retransmits = NAN, .tcp_srtt_us = NAN, .psi_cpu_some = NAN,
+		.psi_io_some = NAN, .psi_memory_some = NAN,
+	};
+	struct json_object *psi;
+
+	if (!c)
+		c = &none;
+	json_object_object_add(o, "runq_delay_us", p50_p99_us(&c->runq));
+	json_object_object_add(o, "runq_delay_s", maybe(c->runq_delay_s, "%.6f"));
+	json_object_object_add(o, "cpu_usage_s", maybe(c->cpu_usage_s, "%.6f"));
+	json_object_object_add(o, "cpu_throttled_s", maybe(c->cpu_throttled_s, "%.6f"));
+	json_object_object_add(o, "cpu_throttled_periods", maybe(c->cpu_throttled_periods, "%.0f"));
+	json_object_object_add(o, "io_read_bytes", maybe(c->io_read_bytes, "%.0f"));
+	json_object_object_add(o, "io_write_bytes", maybe(c->io_write_bytes, "%.0f"));
+	json_object_object_add(o, "io_latency_us", p50_p99_us(&c->io));
+	json_object_object_add(o, "vfs_read_bytes", maybe(c->vfs_read_bytes, "%.0f"));
+	json_object_object_add(o, "vfs_write_bytes", maybe(c->vfs_write_bytes, "%.0f"));
+	json_object_object_add(o, "futex_wait_s", maybe(c->futex_wait_s, "%.6f"));
+	json_object_object_add(o, "lock_contention_s", maybe(c->lock_contention_s, "%.6f"));
+	json_object_object_add(o, "page_faults", maybe(c->page_faults, "%.0f"));
+	json_object_object_add(o, "reclaim_s", maybe(c->reclaim_s, "%.6f"));
+	json_object_object_add(o, "tcp_retransmits", maybe(c->tcp_retransmits, "%.0f"));
+	json_object_object_add(o, "tcp_srtt_us", maybe(c->tcp_srtt_us, "%.1f"));
+	psi = json_object_new_object();
+	if (psi) {
+		json_object_object_add(psi, "cpu_some", maybe(c->psi_cpu_some, "%.2f"));
+		json_object_object_add(psi, "io_some", maybe(c->psi_io_some, "%.2f"));
+		json_object_object_add(psi, "memory_some", maybe(c->psi_memory_some, "%.2f"));
+	}
+	json_object_object_add(o, "psi", psi);
+	json_object_object_add(o, "diagnosis", d ? diagnosis_json(d) : NULL);
+}
+
 int output_json_line(FILE *f, struct json_object *obj)
 {
 	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
@@ -137,11 +226,38 @@ void output_fmt_rate(char *buf, size_t len, double v)
 
 void output_table_header(FILE *f)
 {
-	fprintf(f, "%-40s %8s %8s %8s %8s %8s %8s %6s\n", "CGROUP", "REQ/S", "P50",
-		"P99", "P999", "IN/S", "OUT/S", "CONNS");
+	fprintf(f, "%-40s %8s %8s %8s %8s %8s %8s %6s %8s %5s %8s %7s  %s\n", "CGROUP", "REQ/S",
+		"P50", "P99", "P999", "IN/S", "OUT/S", "CONNS", "RUNQ99", "THR%", "IO99",
+		"IO MB/s", "DIAG");
 }
 
-void output_table_row(FILE *f, const struct qos_sample *s, const char *path)
+/* The contention columns: run-queue p99, throttled %, I/O p99 and MB/s, verdict. */
+static void contention_cols(FILE *f, const struct contention_sample *c,
+			    const struct diagnosis *d, double iv)
+{
+	char rq[16] = "-", thr[16] = "-", io[16] = "-", mbs[16] = "-", diag[32] = "-";
+	double bytes;
+
+	if (c) {
+		output_fmt_duration(rq, sizeof(rq), c->runq.total ? hist_percentile(&c->runq, 0.99) : -1);
+		if (!isnan(c->cpu_throttled_s))
+			snprintf(thr, sizeof(thr), "%.0f", 100 * c->cpu_throttled_s / iv);
+		output_fmt_duration(io, sizeof(io), c->io.total ? hist_percentile(&c->io, 0.99) : -1);
+		bytes = (isnan(c->io_read_bytes) ? 0 : c->io_read_bytes) +
+			(isnan(c->io_write_bytes) ? 0 : c->io_write_bytes);
+		if (!isnan(c->io_read_bytes) || !isnan(c->io_write_bytes))
+			snprintf(mbs, sizeof(mbs), "%.1f", bytes / iv / 1e6);
+	}
+	if (d && d->dominant != DIAG_NONE)
+		snprintf(diag, sizeof(diag), "%s/%s", diag_dominant_name(d->dominant),
+			 diag_cause_name(d->cause));
+	else if (d && d->cause == DIAG_CAUSE_LOAD)
+		snprintf(diag, sizeof(diag), "load");
+	fprintf(f, " %8s %5s %8s %7s  %s", rq, thr, io, mbs, diag);
+}
+
+void output_table_row(FILE *f, const struct qos_sample *s, const char *path,
+		      const struct contention_sample *c, const struct diagnosis *d)
 {
 	double iv = s->interval_s > 0 ? s->interval_s : 1;
 	char rps[16], p50[16], p99[16], p999[16], in[16], out[16], idbuf[40];
@@ -160,7 +276,9 @@ void output_table_row(FILE *f, const struct qos_sample *s, const char *path)
 	}
 	/* Keep the informative end of a long path. */
 	pl = strlen(path);
-	fprintf(f, "%s%-*s %8s %8s %8s %8s %8s %8s %6lld\n", pl > 40 ? "…" : "",
+	fprintf(f, "%s%-*s %8s %8s %8s %8s %8s %8s %6lld", pl > 40 ? "…" : "",
 		pl > 40 ? 39 : 40, pl > 40 ? path + pl - 39 : path, rps, p50, p99, p999,
 		in, out, (long long)(s->conns_open > 0 ? s->conns_open : 0));
+	contention_cols(f, c, d, iv);
+	fputc('\n', f);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "cgroup.h"
 #include "commands.h"
+#include "diagnosis.h"
 #include "log.h"
 #include "output.h"
 #include "sensing.h"
@@ -25,21 +26,36 @@ struct filter {
 	bool gone;
 };
 
+/* A cgroup's diagnosis baseline, kept across intervals. */
+struct diag_slot {
+	uint64_t id;
+	struct diag_state *s;
+};
+
 struct top {
 	double interval;
 	long count;
 	bool json;
+	bool no_contention;
 	struct filter *filters;
 	int nfilters;
 	struct sensor_opts sopts;
 	char root[PATH_MAX];
 	struct cg_names *names;
 	struct sensor *sensor;
+	struct contention *cont;
+	struct contention_snapshot *cprev, *cnow;
+	struct diag_slot *diags;
+	size_t ndiags;
+	double attached; /* CLOCK_MONOTONIC s when the sensor was attached */
 };
 
 struct row {
 	struct qos_sample s;
 	const char *path;
+	struct contention_sample c;
+	struct diagnosis d;
+	bool have_c, have_d;
 };
 
 static volatile sig_atomic_t stop;
@@ -63,6 +79,7 @@ static void help(void)
 	       "  -n, --count N         stop after N intervals (default: until interrupted)\n"
 	       "  -j, --json            JSON Lines: one object per cgroup per interval\n"
 	       "      --mode MODE       sensing mode: auto (default), arrival, receive, syscall\n"
+	       "      --no-contention   no contention signals and no diagnosis columns\n"
 	       "      --max-conns N     connection table size (default 262144)\n"
 	       "  -h, --help            this text\n");
 }
@@ -89,6 +106,7 @@ static int parse_args(struct top *t, int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "mode", required_argument, NULL, 'm' },
 		{ "max-conns", required_argument, NULL, 'C' },
+		{ "no-contention", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -123,6 +141,9 @@ static int parse_args(struct top *t, int argc, char **argv)
 			if (parse_double(optarg, 1024, 16777216, &v) || v != (long)v)
 				return log_error("--max-conns: '%s' is not a whole number between 1024 and 16777216", optarg), -EINVAL;
 			t->sopts.max_conns = v;
+			break;
+		case 'N':
+			t->no_contention = true;
 			break;
 		case 'h':
 			help();
@@ -178,6 +199,37 @@ static void check_filter(struct top *t, struct filter *f)
 	}
 }
 
+/* The cgroup's diagnosis state, created on first use; NULL on ENOMEM. */
+static struct diag_state *diag_for(struct top *t, uint64_t id)
+{
+	struct diag_slot *v;
+
+	for (size_t i = 0; i < t->ndiags; i++)
+		if (t->diags[i].id == id)
+			return t->diags[i].s;
+	v = reallocarray(t->diags, t->ndiags + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	t->diags = v;
+	v[t->ndiags].id = id;
+	v[t->ndiags].s = diag_state_new();
+	return v[t->ndiags++].s;
+}
+
+/* Contention figures and the diagnosis of one row, where available. */
+static void diagnose(struct top *t, struct row *r, double iv)
+{
+	struct diag_state *ds;
+
+	r->have_c = t->cont && t->cnow && r->path &&
+		    !contention_sample(t->cont, t->cnow, t->cprev, r->s.cgroup_id, r->path, iv, &r->c);
+	ds = t->cont ? diag_for(t, r->s.cgroup_id) : NULL;
+	if (!ds)
+		return;
+	diag_update(ds, &r->s, r->have_c ? &r->c : NULL, &r->d);
+	r->have_d = true;
+}
+
 /* Rows for this window: the listed cgroups, or every active one. */
 static int collect(struct top *t, const struct sensor_snapshot *now,
 		   const struct sensor_snapshot *prev, double iv, struct row **out, size_t *n)
@@ -210,6 +262,8 @@ static int collect(struct top *t, const struct sensor_snapshot *now,
 				sensor_forget(t->sensor, id); /* removed cgroup */
 		}
 	}
+	for (size_t i = 0; i < *n; i++)
+		diagnose(t, &rows[i], iv);
 	qsort(rows, *n, sizeof(*rows), row_cmp);
 	*out = rows;
 	return 0;
@@ -230,10 +284,12 @@ static int print_window(struct top *t, const struct row *rows, size_t n,
 
 	if (t->json) {
 		for (size_t i = 0; i < n; i++) {
-			struct json_object *o = output_sample_json(&rows[i].s, rows[i].path, ts, d);
+			const struct row *r = &rows[i];
+			struct json_object *o = output_sample_json(&r->s, r->path, ts, d);
 
 			if (!o)
 				return -ENOMEM;
+			output_contention_json(o, r->have_c ? &r->c : NULL, r->have_d ? &r->d : NULL);
 			if (output_json_line(stdout, o))
 				return -EIO;
 		}
@@ -244,7 +300,9 @@ static int print_window(struct top *t, const struct row *rows, size_t n,
 			fputc('\n', stdout);
 		output_table_header(stdout);
 		for (size_t i = 0; i < n; i++)
-			output_table_row(stdout, &rows[i].s, rows[i].path);
+			output_table_row(stdout, &rows[i].s, rows[i].path,
+					 rows[i].have_c ? &rows[i].c : NULL,
+					 rows[i].have_d ? &rows[i].d : NULL);
 		if (d->spans_negative + d->spans_absurd + d->conns + d->cgroups)
 			printf("dropped: %llu spans, %llu connections, %llu cgroups (tables full or spans out of bounds)\n",
 			       (unsigned long long)(d->spans_negative + d->spans_absurd),
@@ -267,11 +325,13 @@ static int loop(struct top *t)
 	double last, next;
 	int r;
 
-	r = sensor_read(t->sensor, &prev);
-	if (r)
-		return log_error_errno(r, "Failed to read the sensor maps");
-	last = now_s(CLOCK_MONOTONIC);
-	next = last + t->interval;
+	/*
+	 * The maps count from the moment the sensor attached: the first
+	 * interval starts there (prev NULL), so nothing served while the
+	 * rest was set up is lost.
+	 */
+	last = t->attached;
+	next = now_s(CLOCK_MONOTONIC) + t->interval;
 	for (long i = 0; !stop && (t->count == 0 || i < t->count); i++) {
 		struct sensor_drops d;
 		struct row *rows;
@@ -285,6 +345,8 @@ static int loop(struct top *t)
 		r = sensor_read(t->sensor, &now);
 		if (r)
 			break;
+		if (t->cont && contention_read(t->cont, &t->cnow))
+			t->cnow = NULL;
 		at = now_s(CLOCK_MONOTONIC);
 		sensor_drops(now, prev, &d);
 		r = collect(t, now, prev, at - last, &rows, &n);
@@ -294,6 +356,9 @@ static int loop(struct top *t)
 		}
 		sensor_snapshot_free(prev);
 		prev = now;
+		contention_snapshot_free(t->cprev);
+		t->cprev = t->cnow;
+		t->cnow = NULL;
 		last = at;
 		if (r)
 			break;
@@ -302,6 +367,24 @@ static int loop(struct top *t)
 	if (r == -EIO)
 		return 0; /* reader went away (top | head) */
 	return r ? log_error_errno(r, "Failed to sample") : 0;
+}
+
+/* Contention signals are a bonus: without them top still shows requests. */
+static void open_contention(struct top *t)
+{
+	struct contention_opts co = { .signals = CONT_DEFAULT, .cgroup_base = CGROUP_BASE,
+				      .max_cgroups = 4096 };
+	const char *why = NULL;
+	int r;
+
+	r = contention_open(&co, &t->cont, &why);
+	if (r) {
+		log_warning("contention signals unavailable: %s (%s); no diagnosis",
+			    why ? why : "unknown", strerror(-r));
+		t->cont = NULL;
+	} else if (*contention_missing(t->cont)) {
+		log_info("contention signals: %s", contention_missing(t->cont));
+	}
 }
 
 static int setup(struct top *t)
@@ -322,6 +405,10 @@ static int setup(struct top *t)
 	r = sensor_open(&t->sopts, &t->sensor, &why);
 	if (r)
 		return log_error("cannot start sensing: %s (%s)", why ? why : "unknown", strerror(-r)), r;
+	t->attached = now_s(CLOCK_MONOTONIC);
+	if (!t->no_contention)
+		open_contention(t);
+	/* Last: scripts wait for this line to know the sensors are attached. */
 	log_info("sensing mode: %s (%s)", sensor_mode_name(sensor_mode(t->sensor)),
 		 sensor_mode_reason(t->sensor));
 	return 0;
@@ -343,6 +430,12 @@ int cmd_top(int argc, char **argv)
 		signal(SIGPIPE, SIG_IGN);
 		r = loop(&t);
 	}
+	contention_snapshot_free(t.cprev);
+	contention_snapshot_free(t.cnow);
+	contention_free(t.cont);
+	for (size_t i = 0; i < t.ndiags; i++)
+		diag_state_free(t.diags[i].s);
+	free(t.diags);
 	sensor_free(t.sensor);
 	cg_names_free(t.names);
 	free(t.filters);

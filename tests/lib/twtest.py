@@ -504,7 +504,10 @@ class Top:
         self.sess = sess
         self.filters = list(cgroups)
         self.interval = interval
-        self.argv = [TAILWARDEN, "top", "--json", "--interval", str(interval)]
+        # TW_TOP_EXTRA: more top options for every test (e.g. --no-contention
+        # to tell the contention sensor's effects apart when debugging).
+        self.argv = [TAILWARDEN, "top", "--json", "--interval", str(interval)] + \
+            os.environ.get("TW_TOP_EXTRA", "").split()
         for c in cgroups:
             self.argv += ["--cgroup", c.rel if isinstance(c, Cgroup) else str(c)]
         if count is not None:

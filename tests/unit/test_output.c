@@ -374,7 +374,7 @@ static void test_table_row(void **state)
 {
 	static const char long_path[] =
 		"/kubepods.slice/kubepods-burstable.slice/pod1234/cri-containerd-abcdef.scope";
-	char *buf = NULL, *line[8], want[160], p50[16], p99[16], p999[16];
+	char *buf = NULL, *line[8], want[200], p50[16], p99[16], p999[16];
 	struct qos_sample s;
 	size_t len = 0;
 	FILE *f;
@@ -384,9 +384,9 @@ static void test_table_row(void **state)
 	f = open_memstream(&buf, &len);
 	assert_non_null(f);
 	output_table_header(f);
-	output_table_row(f, &s, "/system.slice/nginx.service");
-	output_table_row(f, &s, NULL);
-	output_table_row(f, &s, long_path);
+	output_table_row(f, &s, "/system.slice/nginx.service", NULL, NULL);
+	output_table_row(f, &s, NULL, NULL, NULL);
+	output_table_row(f, &s, long_path, NULL, NULL);
 	assert_int_equal(fclose(f), 0);
 	assert_int_equal(split_lines(buf, line, 8), 4);
 
@@ -395,8 +395,10 @@ static void test_table_row(void **state)
 	output_fmt_duration(p50, sizeof(p50), hist_percentile(&s.latency, 0.5));
 	output_fmt_duration(p99, sizeof(p99), hist_percentile(&s.latency, 0.99));
 	output_fmt_duration(p999, sizeof(p999), hist_percentile(&s.latency, 0.999));
-	snprintf(want, sizeof(want), "%-40s %8s %8s %8s %8s %8s %8s %6s",
-		 "/system.slice/nginx.service", "400", p50, p99, p999, "49.4K", "4.0G", "7");
+	/* No contention sensor: its columns are "-". */
+	snprintf(want, sizeof(want), "%-40s %8s %8s %8s %8s %8s %8s %6s %8s %5s %8s %7s  %s",
+		 "/system.slice/nginx.service", "400", p50, p99, p999, "49.4K", "4.0G", "7",
+		 "-", "-", "-", "-", "-");
 	assert_string_equal(line[1], want);
 	/* Within the bucket error of the real values. */
 	assert_string_equal(p50, "201us");
@@ -412,9 +414,110 @@ static void test_table_row(void **state)
 	free(buf);
 }
 
+/* A contention sample with every figure set, and its table columns and JSON. */
+static void contention_fill(struct contention_sample *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->cgroup_id = 4242;
+	c->interval_s = 2.5;
+	for (int i = 0; i < 100; i++)
+		hist_add(&c->runq, i < 99 ? 10000 : 3000000, 1); /* p99 10us, max 3ms */
+	hist_add(&c->io, 800000, 10);
+	c->runq_delay_s = 0.25;
+	c->cpu_usage_s = 1.5;
+	c->cpu_throttled_s = 0.5;
+	c->cpu_throttled_periods = 12;
+	c->io_read_bytes = 4e6;
+	c->io_write_bytes = 1e6;
+	c->vfs_read_bytes = 7;
+	c->vfs_write_bytes = NAN;
+	c->futex_wait_s = 0.125;
+	c->lock_contention_s = 0;
+	c->page_faults = 99;
+	c->reclaim_s = NAN;
+	c->tcp_retransmits = 3;
+	c->tcp_srtt_us = 55.5;
+	c->psi_cpu_some = 12.5;
+	c->psi_io_some = NAN;
+	c->psi_memory_some = 0;
+}
+
+static void test_contention_columns(void **state)
+{
+	struct contention_sample c;
+	struct diagnosis d = { .dominant = DIAG_CPU, .cause = DIAG_CAUSE_INTERFERENCE };
+	struct qos_sample s;
+	char *buf = NULL, io[16], want[96];
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	sample_fill(&s);
+	contention_fill(&c);
+	output_fmt_duration(io, sizeof(io), hist_percentile(&c.io, 0.99));
+	assert_true(fabs(hist_percentile(&c.io, 0.99) - 800000) <= 800000 * HIST_MAX_REL_ERROR);
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	output_table_row(f, &s, "/web", &c, &d);
+	assert_int_equal(fclose(f), 0);
+	/* run-queue p99 10us, throttled 0.5 s of 2.5 s, I/O p99 800us, 5 MB in 2.5 s. */
+	snprintf(want, sizeof(want), " %8s %5s %8s %7s  %s\n", "10us", "20", io, "2.0",
+		 "cpu/interference");
+	if (!strstr(buf, want))
+		fail_msg("contention columns: \"%s\", want \"%s\" at the end", buf, want);
+	free(buf);
+}
+
+static void test_contention_json(void **state)
+{
+	struct diagnosis d = { .dominant = DIAG_LOCK, .cause = DIAG_CAUSE_LOAD, .n_evidence = 1,
+			       .evidence = { { "futex_wait_s/req", 0.002, 0.0001, 20 } } };
+	struct contention_sample c;
+	struct json_object *o, *x;
+
+	(void)state;
+	contention_fill(&c);
+	x = json_object_new_object();
+	output_contention_json(x, &c, &d);
+	o = json_tokener_parse(json_object_to_json_string(x));
+	json_object_put(x);
+	assert_non_null(o);
+	assert_true(json_object_object_get_ex(o, "runq_delay_us", &x));
+	assert_true(fabs(json_object_get_double(json_object_object_get(x, "p99")) - 10.0) <= 10.0 * HIST_MAX_REL_ERROR + 0.05);
+	assert_true(fabs(json_object_get_double(json_object_object_get(o, "runq_delay_s")) - 0.25) < 1e-9);
+	assert_true(fabs(json_object_get_double(json_object_object_get(o, "cpu_throttled_s")) - 0.5) < 1e-9);
+	assert_int_equal(json_object_get_int64(json_object_object_get(o, "io_read_bytes")), 4000000);
+	/* Unavailable figures are null, zero stays zero. */
+	assert_true(json_object_object_get_ex(o, "vfs_write_bytes", &x) && x == NULL);
+	assert_true(json_object_object_get_ex(o, "reclaim_s", &x) && x == NULL);
+	assert_int_equal(json_object_get_int64(json_object_object_get(o, "lock_contention_s")), 0);
+	x = json_object_object_get(o, "psi");
+	assert_true(fabs(json_object_get_double(json_object_object_get(x, "cpu_some")) - 12.5) < 1e-9);
+	assert_true(json_object_object_get_ex(x, "io_some", &x) && x == NULL);
+	x = json_object_object_get(o, "diagnosis");
+	assert_string_equal(json_object_get_string(json_object_object_get(x, "dominant")), "lock");
+	assert_string_equal(json_object_get_string(json_object_object_get(x, "cause")), "load");
+	x = json_object_array_get_idx(json_object_object_get(x, "evidence"), 0);
+	assert_string_equal(json_object_get_string(json_object_object_get(x, "signal")), "futex_wait_s/req");
+	assert_true(fabs(json_object_get_double(json_object_object_get(x, "ratio")) - 20) < 1e-9);
+	json_object_put(o);
+
+	/* No contention sensor: every signal and the diagnosis are null. */
+	x = json_object_new_object();
+	output_contention_json(x, NULL, NULL);
+	o = json_tokener_parse(json_object_to_json_string(x));
+	json_object_put(x);
+	assert_true(json_object_object_get_ex(o, "runq_delay_us", &x) && x == NULL);
+	assert_true(json_object_object_get_ex(o, "cpu_usage_s", &x) && x == NULL);
+	assert_true(json_object_object_get_ex(o, "diagnosis", &x) && x == NULL);
+	json_object_put(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_contention_columns),
+		cmocka_unit_test(test_contention_json),
 		cmocka_unit_test(test_json_sample),
 		cmocka_unit_test(test_json_no_requests),
 		cmocka_unit_test(test_json_null_path),
