@@ -31,6 +31,10 @@
  *    the time the request waited on our side.
  *  - sched_latency: from the time the request was due to the same end, so
  *    it also holds the client-side queueing that an open-loop user feels.
+ *  - rx_latency: from just before the write() to the kernel's receive
+ *    timestamp (SO_TIMESTAMPNS) of the reply's last segment: where the
+ *    server's last send lands, without our own wake-up and read after it,
+ *    which on a busy or virtualised host can be tens of microseconds.
  *
  * Every sample is kept (no histogram) and percentiles are exact,
  * nearest-rank on the sorted samples.
@@ -119,6 +123,8 @@ struct conn {
 	uint64_t retry_at;
 	uint64_t t_sched;
 	uint64_t t_write;
+	uint64_t t_write_rt;	/* CLOCK_REALTIME at write: SO_TIMESTAMPNS's clock */
+	uint64_t t_rx_rt;	/* kernel receive time of the latest segment read */
 	size_t tx_off;
 	size_t rx_pos;
 	size_t rx_len;
@@ -191,6 +197,7 @@ struct lg {
 
 	uint64_t *lat;
 	uint64_t *slat;
+	uint64_t *rxlat;
 	size_t n_samples;
 	size_t cap_samples;
 };
@@ -208,6 +215,14 @@ static uint64_t now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
 }
 
@@ -584,6 +599,7 @@ static void conn_open(struct lg *lg, struct conn *c)
 		goto fail;
 	/* Requests are single small writes: never let Nagle hold one. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));
 	c->fd = fd;
 	c->gen++;
 	c->rx_pos = c->rx_len = 0;
@@ -683,12 +699,14 @@ static void conn_send(struct lg *lg, struct conn *c, uint64_t sched)
 	c->tx_off = 0;
 	lg->sent++;
 	lg->in_flight++;
+	c->t_write_rt = realtime_ns();
+	c->t_rx_rt = 0;
 	c->t_write = now_ns();
 	c->t_sched = sched ? sched : c->t_write;
 	conn_flush(lg, c);
 }
 
-static void record_sample(struct lg *lg, uint64_t lat, uint64_t slat)
+static void record_sample(struct lg *lg, uint64_t lat, uint64_t slat, uint64_t rxlat)
 {
 	size_t cap;
 
@@ -696,7 +714,8 @@ static void record_sample(struct lg *lg, uint64_t lat, uint64_t slat)
 		cap = lg->cap_samples ? lg->cap_samples * 2 : 1 << 20;
 		lg->lat = realloc(lg->lat, cap * sizeof(*lg->lat));
 		lg->slat = realloc(lg->slat, cap * sizeof(*lg->slat));
-		if (!lg->lat || !lg->slat) {
+		lg->rxlat = realloc(lg->rxlat, cap * sizeof(*lg->rxlat));
+		if (!lg->lat || !lg->slat || !lg->rxlat) {
 			fprintf(stderr, "loadgen: out of memory for samples\n");
 			exit(1);
 		}
@@ -704,14 +723,18 @@ static void record_sample(struct lg *lg, uint64_t lat, uint64_t slat)
 	}
 	lg->lat[lg->n_samples] = lat;
 	lg->slat[lg->n_samples] = slat;
+	lg->rxlat[lg->n_samples] = rxlat;
 	lg->n_samples++;
 }
 
 static void conn_complete(struct lg *lg, struct conn *c)
 {
-	uint64_t t = now_ns();
+	uint64_t t = now_ns(), lat = t - c->t_write, rx = lat;
 
-	record_sample(lg, t - c->t_write, t - c->t_sched);
+	/* No timestamp (reply ended by EOF), or clock stepped: the read time. */
+	if (c->t_rx_rt >= c->t_write_rt && c->t_rx_rt - c->t_write_rt <= lat)
+		rx = c->t_rx_rt - c->t_write_rt;
+	record_sample(lg, lat, t - c->t_sched, rx);
 	lg->completed++;
 	lg->in_flight--;
 	lg->last_done = t;
@@ -743,6 +766,29 @@ static void conn_eof(struct lg *lg, struct conn *c)
 	conn_fail(lg, c);
 }
 
+/* recv() that also keeps the kernel's receive timestamp of what it read. */
+static ssize_t recv_ts(struct conn *c, char *buf, size_t len)
+{
+	char cbuf[CMSG_SPACE(sizeof(struct timespec))];
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
+			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	ssize_t n = recvmsg(c->fd, &msg, 0);
+
+	if (n <= 0)
+		return n;
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+			struct timespec ts;
+
+			memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+			c->t_rx_rt = (uint64_t)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+		}
+	}
+	return n;
+}
+
 static void conn_readable(struct lg *lg, struct conn *c)
 {
 	enum parse_rc rc;
@@ -756,7 +802,7 @@ static void conn_readable(struct lg *lg, struct conn *c)
 			conn_fail(lg, c);
 			return;
 		}
-		n = recv(c->fd, c->rx + c->rx_len, space, 0);
+		n = recv_ts(c, c->rx + c->rx_len, space);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -1113,6 +1159,8 @@ static void print_report(struct lg *lg)
 	print_dist("latency_us", lg->lat, lg->n_samples);
 	putchar(',');
 	print_dist("sched_latency_us", lg->slat, lg->n_samples);
+	putchar(',');
+	print_dist("rx_latency_us", lg->rxlat, lg->n_samples);
 	printf("}\n");
 	fflush(stdout);
 }
@@ -1408,7 +1456,8 @@ static void setup(struct lg *lg)
 		lg->cap_samples = lg->n_total ? lg->n_total : 1;
 		lg->lat = malloc(lg->cap_samples * sizeof(*lg->lat));
 		lg->slat = malloc(lg->cap_samples * sizeof(*lg->slat));
-		if (!lg->lat || !lg->slat)
+		lg->rxlat = malloc(lg->cap_samples * sizeof(*lg->rxlat));
+		if (!lg->lat || !lg->slat || !lg->rxlat)
 			fatal_errno("malloc");
 	}
 }
@@ -1451,6 +1500,7 @@ static void free_all(struct lg *lg)
 	free(lg->ring);
 	free(lg->lat);
 	free(lg->slat);
+	free(lg->rxlat);
 	free(lg->req);
 	close(lg->tfd);
 	close(lg->ep);

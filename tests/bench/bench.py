@@ -81,55 +81,62 @@ def accuracy(args):
                 top.stop()
                 tr = top.rows(web)
                 p50, p99 = tw.merged_quantile(tr, 0.5), tw.merged_quantile(tr, 0.99)
-                c = res["latency_us"]
+                c, rx = res["latency_us"], res["rx_latency_us"]
                 inf_rps = tw.total(tr) / args.duration
                 rows.append([kind, "%d%%" % (frac * 100), rate,
-                             num(c["p50"]), num(p50), ratio(p50, c["p50"]),
-                             num(c["p99"]), num(p99), ratio(p99, c["p99"]),
+                             num(c["p50"]), num(rx["p50"]), num(p50), ratio(p50, rx["p50"]),
+                             num(c["p99"]), num(rx["p99"]), num(p99), ratio(p99, rx["p99"]),
+                             ratio(p99, c["p99"]),
                              num(res["rps"]), num(inf_rps), res.get("errors", 0)])
                 tw.log("  %s" % rows[-1])
     table("(a) accuracy: client vs inferred (latency in us; %d s open-loop runs, %d conns; "
           "server CPU %d, client CPU %d)" % (args.duration, args.conns, SERVER_CPU, CLIENT_CPU),
-          ["server", "load", "offered/s", "cli p50", "inf p50", "ratio", "cli p99", "inf p99",
-           "ratio", "cli req/s", "inf req/s", "errors"], rows)
-    print("cli = loadgen, write() to reply parsed; inf = tailwarden, arrival at the server's "
-          "socket to its last send.\nThe client also pays its own wake-up and read after that "
-          "last send (tens of us on these hosts),\nwhich is outside the span: ratios below 1 at "
-          "these latencies are expected (tests/lib/tsclient.py\nmeasures to the kernel's receive "
-          "timestamp instead, and there the ratio is ~1.0).")
+          ["server", "load", "offered/s", "cli p50", "rx p50", "inf p50", "inf/rx",
+           "cli p99", "rx p99", "inf p99", "inf/rx", "inf/cli", "cli req/s", "inf req/s",
+           "errors"], rows)
+    print("cli = loadgen, write() to the reply read and parsed; rx = loadgen, write() to the "
+          "kernel's receive\ntimestamp (SO_TIMESTAMPNS) of the reply's last segment; inf = "
+          "tailwarden, arrival at the server's\nsocket to its last send. cli also holds the "
+          "client's own wake-up and read after the reply\nlanded (tens of us on this VM), "
+          "which is outside the span: compare inf with rx.")
 
 
 # ---------------------------------------------------------------------------
 # (b) overhead on nginx throughput
 
+OVERHEAD_MODES = (("without", None), ("requests", ["--no-contention"]), ("all", []))
+OVERHEAD_LABELS = {"without": "without top", "requests": "top --no-contention",
+                   "all": "top (requests + contention)"}
+
+
 def overhead(args):
+    """nginx at saturation without top, with the request sensor only, and with
+    every sensor; the modes rotate each round so drift hits all alike."""
     with tw.Session(tag="bench-ovh") as sess:
         web, cli, topcg = sess.cgroup("web"), sess.cgroup("client"), sess.cgroup("top")
         srv = sess.nginx(web, cpu=SERVER_CPU)
         tw.wrk(sess, srv.port, threads=1, conns=32, duration="1s", cpu=CLIENT_CPU, cgroup=cli)
-        res = {"without": [], "with": []}
+        res = {m: [] for m, _ in OVERHEAD_MODES}
         for i in range(args.runs):
-            for mode in ("without", "with") if i % 2 == 0 else ("with", "without"):
-                top = sess.top([], interval=1.0, cgroup=topcg) if mode == "with" else None
+            k = i % len(OVERHEAD_MODES)
+            for mode, extra in OVERHEAD_MODES[k:] + OVERHEAD_MODES[:k]:
+                top = sess.top([], interval=1.0, cgroup=topcg, extra=extra) \
+                    if extra is not None else None
                 r = tw.wrk(sess, srv.port, threads=1, conns=32, duration="%ds" % args.wrk_s,
                            cpu=CLIENT_CPU, cgroup=cli)
                 if top:
                     top.stop()
                 res[mode].append(r["rps"])
-                tw.log("  run %d %-7s top: %.0f req/s" % (i + 1, mode, r["rps"]))
-    m0, m1 = statistics.median(res["without"]), statistics.median(res["with"])
-    rows = [["without top", m0, min(res["without"]), max(res["without"]),
-             " ".join("%.0f" % x for x in res["without"])],
-            ["with top", m1, min(res["with"]), max(res["with"]),
-             " ".join("%.0f" % x for x in res["with"])]]
-    rows = [[r[0], "%.0f" % r[1], "%.0f" % r[2], "%.0f" % r[3], r[4]] for r in rows]
-    table("(b) overhead: nginx at saturation, wrk -t1 -c32 -d%ds, %d alternating runs each"
-          % (args.wrk_s, args.runs), ["", "median req/s", "min", "max", "runs"], rows)
-    # Runs alternate: the median of each with-run over its neighbouring
-    # without-run cancels slow drift from other load on the host.
-    pr = statistics.median(w / wo for w, wo in zip(res["with"], res["without"]))
-    print("median with / median without = %.3f (throughput change %+.1f %%); "
-          "median of paired ratios = %.3f" % (m1 / m0, (m1 / m0 - 1) * 100, pr))
+                tw.log("  run %d %-9s: %.0f req/s" % (i + 1, mode, r["rps"]))
+    base = statistics.median(res["without"])
+    rows = []
+    for mode, _ in OVERHEAD_MODES:
+        v = res[mode]
+        m = statistics.median(v)
+        rows.append([OVERHEAD_LABELS[mode], "%.0f" % m, "%.3f" % (m / base), "%.0f" % min(v),
+                     "%.0f" % max(v), " ".join("%.0f" % x for x in v)])
+    table("(b) overhead: nginx at saturation, wrk -t1 -c32 -d%ds, %d rotating runs each"
+          % (args.wrk_s, args.runs), ["", "median req/s", "ratio", "min", "max", "runs"], rows)
 
 
 # ---------------------------------------------------------------------------
@@ -146,12 +153,14 @@ def build_syscall_loop():
 
 def syscalls(args):
     build_syscall_loop()
-    res = {"without": [], "with": []}
+    res = {m: [] for m, _ in OVERHEAD_MODES}
     with tw.Session(tag="bench-sys") as sess:
         cg, topcg = sess.cgroup("loop"), sess.cgroup("top")
         for i in range(args.runs):
-            for mode in ("without", "with") if i % 2 == 0 else ("with", "without"):
-                top = sess.top([], interval=1.0, cgroup=topcg) if mode == "with" else None
+            k = i % len(OVERHEAD_MODES)
+            for mode, extra in OVERHEAD_MODES[k:] + OVERHEAD_MODES[:k]:
+                top = sess.top([], interval=1.0, cgroup=topcg, extra=extra) \
+                    if extra is not None else None
                 p = sess.spawn([SYSCALL_LOOP, "-n", str(args.iterations), "-r", "5"], cgroup=cg,
                                cpu=CLIENT_CPU, stdout=subprocess.PIPE)
                 out, _ = p.communicate(timeout=120)
@@ -159,21 +168,23 @@ def syscalls(args):
                     top.stop()
                 r = json.loads(out)
                 res[mode].append(r)
-                tw.log("  run %d %-7s top: sock op %.0f ns, getppid %.0f ns"
+                tw.log("  run %d %-9s: sock op %.0f ns, getppid %.0f ns"
                        % (i + 1, mode, r["sock_op_ns"], r["getppid_ns"]))
     rows = []
     for key, what in (("sock_op_ns", "socket send or recv (1 byte, loopback TCP)"),
                       ("getppid_ns", "getppid() (no socket)")):
         a = statistics.median(r[key] for r in res["without"])
-        b = statistics.median(r[key] for r in res["with"])
-        # Runs alternate, so pair each with-run with its neighbouring without-run:
-        # the median of those differences cancels slow drift (other load on the host).
-        d = statistics.median(w[key] - wo[key] for w, wo in zip(res["with"], res["without"]))
-        rows.append([what, "%.0f" % a, "%.0f" % b, "%+.0f" % d, "%+.1f%%" % (d / a * 100)])
-    table("(c) cost per syscall, tight loop on CPU %d, %d alternating runs each "
+        row = [what, "%.0f" % a]
+        for mode in ("requests", "all"):
+            # Rounds rotate, so pair each run with the same round's run
+            # without top: the median of those differences cancels drift.
+            d = statistics.median(w[key] - wo[key] for w, wo in zip(res[mode], res["without"]))
+            row += ["%+.0f" % d, "%+.1f%%" % (d / a * 100)]
+        rows.append(row)
+    table("(c) cost per syscall, tight loop on CPU %d, %d rotating runs each "
           "(each run: median of 5 x %d iterations)" % (CLIENT_CPU, args.runs, args.iterations),
-          ["operation", "median ns without", "median ns with top", "added ns (paired median)",
-           "added"], rows)
+          ["operation", "ns without top", "added: top --no-contention", "",
+           "added: top (all sensors)", ""], rows)
 
 
 SECTIONS = {"accuracy": accuracy, "overhead": overhead, "syscalls": syscalls}
