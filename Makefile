@@ -84,7 +84,7 @@ tests: tailwarden $(UNIT_TESTS) $(TEST_TOOLS)
 # tests drive; installed only when missing.
 PACKAGES := clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev \
 	libcmocka-dev libcpupower-dev libinih-dev libsystemd-dev libclang-rt-dev pkg-config make python3 nginx-light redis-server redis-tools \
-	memcached wrk
+	memcached wrk stress-ng fio
 deps:
 	$(Q)scripts/install-deps $(PACKAGES)
 
@@ -95,10 +95,12 @@ integration: tailwarden $(TEST_TOOLS) $(OUTPUT)/tests/test_knob
 	$(Q)tests/integration/run
 	$(Q)tests/integration/test_knobs
 	$(Q)tests/integration/test_control.py
+	$(Q)tests/integration/test_contention.py
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory tests
 	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory fuzz-short
 	$(Q)$(MAKE) --no-print-directory integration
 
 bench: deps

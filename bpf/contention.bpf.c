@@ -18,10 +18,10 @@
  * so a stamp whose completion we missed is overwritten by the next use of
  * the same tag).
  *
- * The context switch is the hot path (millions per second on a busy
- * host): there, run-queue delay comes from the kernel's own accounting and
- * futex waits from the sleeper's saved registers, so that neither needs a
- * wake-up hook or a syscall hook.
+ * The context switch is the hot path (up to a million per second per CPU):
+ * there, run-queue delay comes from the kernel's own accounting and futex
+ * waits from the sleeper's saved registers, so that neither needs a
+ * wake-up hook, a syscall hook or, for most switches, per-task state.
  *
  * A cgroup is the cgroup2 id of the task the event belongs to, which is
  * not always the current task: in sched_switch the current task is prev,
@@ -59,23 +59,19 @@ const volatile bool futex_syscalls = false;
 
 /*
  * Run-queue delay from the kernel's own per-task accounting (sched_info,
- * what /proc/<pid>/schedstat shows): no wake-up hooks, no clock reads.
- * Without CONFIG_SCHED_INFO, user space clears this and the wake-up and
- * switch hooks stamp waits themselves.
+ * what /proc/<pid>/schedstat shows): no wake-up hooks, no clock reads, no
+ * per-task state. Without CONFIG_SCHED_INFO, user space clears this and
+ * the wake-up and switch hooks stamp waits themselves.
  */
 const volatile bool runq_sched_info = true;
 
-/* Per-thread state; a stamp of 0 = not waiting. */
+/* Per-thread stamps; 0 = not waiting. */
 struct ct_task {
-	__u64 runq;       /* sched_info mode: run_delay already charged;
-			     stamp mode: woken or preempted at */
-	__u64 futex_ts;   /* inside a futex wait */
+	__u64 runq;       /* stamp mode only: woken or preempted at */
+	__u64 futex_ts;   /* asleep in a futex wait since */
 	__u64 lock_ts;    /* inside contention_begin .. contention_end */
 	__u64 reclaim_ts; /* inside memcg or direct reclaim */
-	__u64 flags;
 };
-
-#define CT_TASK_RUNQ_SEEN 1
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -120,19 +116,34 @@ struct {
 } ct_cg_hists SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct ct_cg_runq);
+} ct_cg_runq SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, CT_DROP_MAX);
 	__type(key, __u32);
 	__type(value, __u64);
 } ct_drops SEC(".maps");
 
-/* Zeroed template for inserts: too big for the BPF stack. */
+/* Zeroed templates for inserts: too big for the BPF stack. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct ct_cg_hists);
 } ct_zero_hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ct_cg_runq);
+} ct_zero_runq SEC(".maps");
 
 static __always_inline void drop(__u32 what)
 {
@@ -249,70 +260,67 @@ static __always_inline struct ct_task *stamps(struct task_struct *t, bool create
 
 #define PF_KTHREAD 0x00200000
 
+/* Charge a run-queue wait to t's cgroup: this CPU's slot, plain adds. */
 static __always_inline void runq_charge(struct task_struct *t, __u64 d)
 {
-	struct ct_cg_counters *c;
-	struct ct_cg_hists *h;
 	__u64 cgid = task_cgroup(t);
+	struct ct_cg_runq *r;
+	__u32 zero = 0, b;
 
-	c = cg_counters(cgid);
-	if (c) {
-		c->runq_ns += d;
-		c->runq_waits++;
+	r = bpf_map_lookup_elem(&ct_cg_runq, &cgid);
+	if (!r) {
+		r = bpf_map_lookup_elem(&ct_zero_runq, &zero);
+		if (!r)
+			return;
+		bpf_map_update_elem(&ct_cg_runq, &cgid, r, BPF_NOEXIST);
+		r = bpf_map_lookup_elem(&ct_cg_runq, &cgid);
+		if (!r) {
+			drop(CT_DROP_CGROUP_FULL);
+			return;
+		}
 	}
-	h = cg_hists(cgid);
-	if (h)
-		hist_add(h->runq, d);
+	r->runq_ns += d;
+	b = bucket_of(d);
+	if (b < HIST_BUCKETS)
+		r->hist[b]++;
 }
 
 /*
  * sched_info mode. The kernel keeps, per task, run_delay (total time
- * spent runnable on a run queue, waiting) and last_queued (rq clock when
- * the current wait began, 0 when not waiting). sched_switch fires before
- * the switch folds the current wait into run_delay, so the task's total is
- * run_delay + (rq clock - last_queued), on the same clock and from the
- * same enqueue points as schedstat. What we charge is that total minus
- * what we charged before: this also catches the part of a wait spent on
- * another CPU before a migration, which the kernel adds to run_delay when
- * it dequeues the task there. A task that already ran before we attached
- * starts from its total (its history is not ours to charge).
- * Returns the wait that ends now, in ns (0: none, or not ours).
+ * spent runnable on a run queue, waiting: what /proc/<pid>/schedstat
+ * shows) and last_queued (rq clock when the current wait began, 0 when
+ * not waiting). sched_switch fires before the switch folds the current
+ * wait into run_delay, so the wait that ends here is rq clock -
+ * last_queued: same clock, same enqueue points as schedstat, and no
+ * per-task state, which the context switch cannot afford (a task-storage
+ * lookup there costs ~10 ns, a fifth of the whole hook). What this misses:
+ * when the load balancer moves a waiting task to another CPU, the kernel
+ * folds the wait so far into run_delay and restarts last_queued on the new
+ * CPU, so only the part after the move is seen (~1-2% of the total in a
+ * 5-hogs-on-2-CPUs test; none when tasks are pinned).
+ * Returns the wait that ends now, in ns (0: none).
  */
-static __always_inline __u64 runq_sched_info_wait(struct task_struct *next, struct ct_task *s)
+static __always_inline __u64 runq_sched_info_wait(struct task_struct *next)
 {
-	__u64 total, queued, clock, d;
+	__u64 queued = next->sched_info.last_queued, clock;
 
-	total = next->sched_info.run_delay;
-	queued = next->sched_info.last_queued;
-	if (queued) {
-		/*
-		 * The run queue's clock, as sched_info reads it; next is on
-		 * this CPU's queue, and se.cfs_rq is set for every class
-		 * (needs CONFIG_FAIR_GROUP_SCHED; user space checks). The
-		 * runqueues per-CPU symbol would be simpler, but kernels
-		 * without CONFIG_KALLSYMS_ALL cannot resolve it.
-		 */
-		clock = next->se.cfs_rq->rq->clock;
-		if (clock > queued)
-			total += clock - queued;
-	}
-	if (!(s->flags & CT_TASK_RUNQ_SEEN)) {
-		s->flags |= CT_TASK_RUNQ_SEEN;
-		/* pcount counts the task's runs so far: 0 for a new task. */
-		if (next->sched_info.pcount) {
-			s->runq = total;
-			return 0;
-		}
-	}
-	if (total <= s->runq)
+	if (!queued)
 		return 0;
-	d = total - s->runq;
-	s->runq = total;
-	if (d > max_wait_ns) {
+	/*
+	 * The run queue's clock, as sched_info reads it; next is on this
+	 * CPU's queue, and se.cfs_rq is set for every class (needs
+	 * CONFIG_FAIR_GROUP_SCHED; user space checks). The runqueues per-CPU
+	 * symbol would be simpler, but kernels without CONFIG_KALLSYMS_ALL
+	 * cannot resolve it.
+	 */
+	clock = next->se.cfs_rq->rq->clock;
+	if (clock <= queued)
+		return 0;
+	if (clock - queued > max_wait_ns) {
 		drop(CT_DROP_ABSURD);
 		return 0;
 	}
-	return d;
+	return clock - queued;
 }
 
 /*
@@ -396,20 +404,27 @@ static __always_inline void futex_charge(__u64 cgid, __u64 d)
 }
 
 /*
- * A user thread going to sleep: is it inside a blocking futex call? Its
- * user registers, saved at syscall entry, say which syscall (orig_ax) and
- * which op (second argument, rsi) on x86_64. Only blocking switches pay
- * for this, and no syscall hook is needed.
+ * Is t, a user thread, inside a blocking futex call? Its user registers,
+ * saved at syscall entry, say which syscall (orig_ax) and which op (the
+ * second argument, rsi) on x86_64; they stay so until the call returns.
+ * Kernel threads have no user registers.
  */
-static __always_inline void futex_block(struct task_struct *prev)
+static __always_inline bool in_futex_wait(struct task_struct *t)
 {
 	struct pt_regs *regs;
+
+	if (t->flags & PF_KTHREAD)
+		return false;
+	regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	return regs && futex_waits(regs->orig_ax, regs->si);
+}
+
+/* A thread going to sleep inside a futex wait: stamp it. */
+static __always_inline void futex_block(struct task_struct *prev)
+{
 	struct ct_task *s;
 
-	if (prev->flags & PF_KTHREAD)
-		return;
-	regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-	if (!regs || !futex_waits(regs->orig_ax, regs->si))
+	if (!in_futex_wait(prev))
 		return;
 	s = stamps(prev, true);
 	if (s)
@@ -417,15 +432,27 @@ static __always_inline void futex_block(struct task_struct *prev)
 }
 
 /*
- * Back on a CPU after sleeping in a futex: the wait is the time off CPU
- * less the run-queue wait after the wake-up (runq, when measured), which
- * is the scheduler's delay, not the lock's. Charged to the waiter's cgroup.
+ * Back on a CPU inside a futex wait: if it slept there, the wait is the
+ * time off CPU less the run-queue wait after the wake-up (runq, when
+ * measured), which is the scheduler's delay, not the lock's. Charged to
+ * the waiter's cgroup. Every switch-in passes here, so the cheapest test
+ * comes first: a thread we never stamped has no task-local storage at all
+ * (bpf_storage is NULL, one load); then its registers; only a thread in a
+ * futex call pays the storage lookup.
  */
-static __always_inline void futex_wake(struct task_struct *next, struct ct_task *s, __u64 runq)
+static __always_inline void futex_resume(struct task_struct *next, __u64 runq)
 {
-	__u64 now = bpf_ktime_get_ns(), start = s->futex_ts, d;
+	__u64 now, start, d;
+	struct ct_task *s;
 
+	if (!next->bpf_storage || !in_futex_wait(next))
+		return;
+	s = stamps(next, false);
+	if (!s || !s->futex_ts)
+		return;
+	start = s->futex_ts;
 	s->futex_ts = 0;
+	now = bpf_ktime_get_ns();
 	d = now > start ? now - start : 0;
 	futex_charge(task_cgroup(next), d > runq ? d - runq : 0);
 }
@@ -441,7 +468,7 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
 	bool runnable = preempt || prev_state == TASK_RUNNING;
-	struct ct_task *s = NULL;
+	struct ct_task *s;
 	__u64 runq = 0;
 
 	if (prev->pid) {
@@ -456,17 +483,17 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev,
 	if (!next->pid)
 		return 0;
 	if (runq_on) {
-		s = stamps(next, runq_sched_info);
-		if (s)
-			runq = runq_sched_info ? runq_sched_info_wait(next, s) :
-						 runq_stamp_wait(s);
+		if (runq_sched_info) {
+			runq = runq_sched_info_wait(next);
+		} else {
+			s = stamps(next, false);
+			runq = s ? runq_stamp_wait(s) : 0;
+		}
 		if (runq)
 			runq_charge(next, runq);
-	} else if (futex_switch) {
-		s = stamps(next, false);
 	}
-	if (futex_switch && s && s->futex_ts)
-		futex_wake(next, s, runq);
+	if (futex_switch)
+		futex_resume(next, runq);
 	return 0;
 }
 

@@ -37,6 +37,7 @@ struct top {
 	long count;
 	bool json;
 	bool no_contention;
+	unsigned signals; /* contention signals to load */
 	struct filter *filters;
 	int nfilters;
 	struct sensor_opts sopts;
@@ -80,6 +81,10 @@ static void help(void)
 	       "  -j, --json            JSON Lines: one object per cgroup per interval\n"
 	       "      --mode MODE       sensing mode: auto (default), arrival, receive, syscall\n"
 	       "      --no-contention   no contention signals and no diagnosis columns\n"
+	       "      --signals LIST    contention signals to load, comma-separated: sched,\n"
+	       "                        block, vfs, futex, lock, memory, network, tcp_rtt,\n"
+	       "                        default, all (default: all but vfs and tcp_rtt, which\n"
+	       "                        cost every syscall / every TCP segment)\n"
 	       "      --max-conns N     connection table size (default 262144)\n"
 	       "  -h, --help            this text\n");
 }
@@ -107,6 +112,7 @@ static int parse_args(struct top *t, int argc, char **argv)
 		{ "mode", required_argument, NULL, 'm' },
 		{ "max-conns", required_argument, NULL, 'C' },
 		{ "no-contention", no_argument, NULL, 'N' },
+		{ "signals", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -144,6 +150,10 @@ static int parse_args(struct top *t, int argc, char **argv)
 			break;
 		case 'N':
 			t->no_contention = true;
+			break;
+		case 'S':
+			if (contention_signals_parse(optarg, &t->signals))
+				return log_error("--signals: '%s' is not a list of sched, block, vfs, futex, lock, memory, network, tcp_rtt, default, all", optarg), -EINVAL;
 			break;
 		case 'h':
 			help();
@@ -372,7 +382,7 @@ static int loop(struct top *t)
 /* Contention signals are a bonus: without them top still shows requests. */
 static void open_contention(struct top *t)
 {
-	struct contention_opts co = { .signals = CONT_DEFAULT, .cgroup_base = CGROUP_BASE,
+	struct contention_opts co = { .signals = t->signals, .cgroup_base = CGROUP_BASE,
 				      .max_cgroups = 4096 };
 	const char *why = NULL;
 	int r;
@@ -416,7 +426,7 @@ static int setup(struct top *t)
 
 int cmd_top(int argc, char **argv)
 {
-	struct top t = { .interval = 1, .sopts = SENSOR_OPTS_DEFAULT };
+	struct top t = { .interval = 1, .sopts = SENSOR_OPTS_DEFAULT, .signals = CONT_DEFAULT };
 	struct sigaction sa = { .sa_handler = on_signal };
 	int r;
 

@@ -56,6 +56,7 @@ struct ct_entry {
 	uint64_t id;
 	struct ct_cg_counters c;
 	struct ct_cg_hists h;
+	struct ct_cg_runq q; /* summed over CPUs */
 };
 
 struct contention_snapshot {
@@ -214,6 +215,8 @@ static int configure(struct contention_bpf *skel, unsigned m, const struct featu
 	r = bpf_map__set_max_entries(skel->maps.ct_cg_counters, max_cgroups);
 	if (!r)
 		r = bpf_map__set_max_entries(skel->maps.ct_cg_hists, max_cgroups);
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.ct_cg_runq, max_cgroups);
 	if (r)
 		return r;
 	futex_switch = (m & CONT_FUTEX) && f->sw && f->task_pt_regs;
@@ -282,6 +285,37 @@ static const char *signal_name(unsigned bit)
 	case CONT_TCP_RTT: return "tcp_rtt";
 	default: return "?";
 	}
+}
+
+int contention_signals_parse(const char *list, unsigned *mask)
+{
+	char buf[256], *save = NULL, *tok;
+	unsigned m = 0;
+
+	if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf))
+		return -EINVAL;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		unsigned bit;
+
+		if (!strcmp(tok, "all")) {
+			m |= CONT_ALL;
+			continue;
+		}
+		if (!strcmp(tok, "default")) {
+			m |= CONT_DEFAULT;
+			continue;
+		}
+		for (bit = 1; bit & CONT_ALL; bit <<= 1)
+			if (!strcmp(tok, signal_name(bit)))
+				break;
+		if (!(bit & CONT_ALL))
+			return -EINVAL;
+		m |= bit;
+	}
+	if (!m)
+		return -EINVAL;
+	*mask = m;
+	return 0;
 }
 
 /*
@@ -465,47 +499,102 @@ static int read_drops(struct contention *c, uint64_t drops[CT_DROP_MAX])
 	return 0;
 }
 
-static int read_maps(struct contention *c, struct contention_snapshot *snap)
+/* The entry for key: found among the first n (sorted), or appended. */
+static struct ct_entry *entry_get(struct contention_snapshot *snap, size_t sorted,
+				  size_t *cap, uint64_t key)
+{
+	struct ct_entry k = { .id = key }, *e;
+
+	e = sorted ? bsearch(&k, snap->v, sorted, sizeof(*snap->v), entry_cmp) : NULL;
+	if (e)
+		return e;
+	if (snap->n == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 64;
+		struct ct_entry *v = realloc(snap->v, ncap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		snap->v = v;
+		*cap = ncap;
+	}
+	e = &snap->v[snap->n++];
+	memset(e, 0, sizeof(*e));
+	e->id = key;
+	return e;
+}
+
+/* Counters (per CPU) and block histograms (shared) of every cgroup. */
+static int read_counters(struct contention *c, struct contention_snapshot *snap, size_t *cap)
 {
 	int cfd = bpf_map__fd(c->skel->maps.ct_cg_counters);
 	int hfd = bpf_map__fd(c->skel->maps.ct_cg_hists);
-	struct ct_cg_counters *pc;
 	__u64 key, *prev = NULL;
-	size_t cap = 0;
-	int r = 0;
+	struct ct_cg_counters *pc;
+	struct ct_entry *e;
 
 	pc = calloc(c->ncpus, sizeof(*pc));
 	if (!pc)
 		return -ENOMEM;
-	while (bpf_map_get_next_key(cfd, prev, &key) == 0) {
-		struct ct_entry *e;
-
-		prev = &key;
-		if (snap->n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			struct ct_entry *v = realloc(snap->v, ncap * sizeof(*v));
-
-			if (!v) {
-				r = -ENOMEM;
-				goto out;
-			}
-			snap->v = v;
-			cap = ncap;
-		}
-		e = &snap->v[snap->n];
+	for (; bpf_map_get_next_key(cfd, prev, &key) == 0; prev = &key) {
 		if (bpf_map_lookup_elem(cfd, &key, pc))
 			continue; /* deleted meanwhile */
-		e->id = key;
+		e = entry_get(snap, 0, cap, key);
+		if (!e) {
+			free(pc);
+			return -ENOMEM;
+		}
 		sum_counters(pc, c->ncpus, &e->c);
 		if (bpf_map_lookup_elem(hfd, &key, &e->h))
 			memset(&e->h, 0, sizeof(e->h));
-		snap->n++;
 	}
-	qsort(snap->v, snap->n, sizeof(*snap->v), entry_cmp);
-	r = read_drops(c, snap->drops);
-out:
 	free(pc);
-	return r;
+	return 0;
+}
+
+/* Run-queue figures, per CPU: summed (buckets modulo 2^32, as they wrap). */
+static int read_runq(struct contention *c, struct contention_snapshot *snap, size_t *cap)
+{
+	int fd = bpf_map__fd(c->skel->maps.ct_cg_runq);
+	size_t sorted = snap->n;
+	struct ct_cg_runq *pc;
+	__u64 key, *prev = NULL;
+	struct ct_entry *e;
+
+	pc = calloc(c->ncpus, sizeof(*pc));
+	if (!pc)
+		return -ENOMEM;
+	for (; bpf_map_get_next_key(fd, prev, &key) == 0; prev = &key) {
+		if (bpf_map_lookup_elem(fd, &key, pc))
+			continue;
+		e = entry_get(snap, sorted, cap, key);
+		if (!e) {
+			free(pc);
+			return -ENOMEM;
+		}
+		for (int i = 0; i < c->ncpus; i++) {
+			e->q.runq_ns += pc[i].runq_ns;
+			for (unsigned b = 0; b < HIST_BUCKETS; b++)
+				e->q.hist[b] += pc[i].hist[b];
+		}
+	}
+	free(pc);
+	return 0;
+}
+
+static int read_maps(struct contention *c, struct contention_snapshot *snap)
+{
+	size_t cap = 0;
+	int r;
+
+	r = read_counters(c, snap, &cap);
+	if (!r) {
+		qsort(snap->v, snap->n, sizeof(*snap->v), entry_cmp);
+		r = read_runq(c, snap, &cap);
+	}
+	if (r)
+		return r;
+	qsort(snap->v, snap->n, sizeof(*snap->v), entry_cmp);
+	return read_drops(c, snap->drops);
 }
 
 /* Forget cgroupfs readings of cgroups nobody sampled for a while. */
@@ -766,8 +855,8 @@ static void sample_bpf(const struct contention *c, const struct ct_entry *n,
 	const unsigned m = c->running;
 
 	if (m & CONT_SCHED) {
-		o->runq_delay_s = grew(n->c.runq_ns, p->c.runq_ns) / 1e9;
-		hist_diff(&o->runq, n->h.runq, p->h.runq);
+		o->runq_delay_s = grew(n->q.runq_ns, p->q.runq_ns) / 1e9;
+		hist_diff(&o->runq, n->q.hist, p->q.hist);
 	}
 	if (m & CONT_BLOCK) {
 		o->io_read_bytes = grew(n->c.io_read_bytes, p->c.io_read_bytes);
@@ -836,4 +925,5 @@ void contention_forget(struct contention *c, uint64_t id)
 		return;
 	bpf_map_delete_elem(bpf_map__fd(c->skel->maps.ct_cg_counters), &id);
 	bpf_map_delete_elem(bpf_map__fd(c->skel->maps.ct_cg_hists), &id);
+	bpf_map_delete_elem(bpf_map__fd(c->skel->maps.ct_cg_runq), &id);
 }

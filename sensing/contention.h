@@ -75,6 +75,13 @@ struct contention;
 struct contention_snapshot;
 
 /*
+ * Parse a comma-separated list of signal names (sched, block, vfs, futex,
+ * lock, memory, network, tcp_rtt) and the words "default" and "all" into a
+ * mask. 0 or -EINVAL.
+ */
+int contention_signals_parse(const char *list, unsigned *mask);
+
+/*
  * Load and attach the signals in opts->signals that this kernel supports.
  * 0 or -errno with *why set. Signals the kernel lacks are left out, not
  * errors: contention_missing() says which, and why.

@@ -99,6 +99,8 @@
  * doing; beyond that something besides the load raised it.
  */
 #define DIAG_LOAD_SLACK 1.5
+/* Own work per request at least this share of its baseline: "as before". */
+#define DIAG_WORK_STEADY 0.7
 /*
  * With latency flat, a signal must be twice as far past its threshold to
  * be named: the policy acts on slow requests, and naming a resource that
@@ -380,6 +382,18 @@ static double score(const struct diag_state *s, const struct window *w, size_t i
 }
 
 /* The resource whose elevated signal stands out most, with stickiness. */
+/* Highest ratio among the elevated signals of a class (work signals: work_of). */
+static double class_ratio(const struct diag_state *s, const struct window *w,
+			  enum diag_dominant k, bool work)
+{
+	double r = 0;
+
+	for (size_t i = 0; i < N_SIGNALS; i++)
+		if ((work ? signals[i].work_of : signals[i].class) == k && score(s, w, i) > 0)
+			r = fmax(r, w->r[i]);
+	return r;
+}
+
 static enum diag_dominant pick_dominant(const struct diag_state *s, const struct window *w)
 {
 	double best[N_CLASSES] = { 0 };
@@ -403,19 +417,14 @@ static enum diag_dominant pick_dominant(const struct diag_state *s, const struct
 	if (d != DIAG_NONE && s->last != DIAG_NONE && s->last != d && best[s->last] > 0 &&
 	    best[s->last] * DIAG_SWITCH >= best[d])
 		d = s->last;
+	/*
+	 * Threads of the cgroup's own fighting over a lock also crowd its CPU:
+	 * when the run-queue rise comes with its own CPU work per request up
+	 * and lock waits are up too, the lock is the cause to name.
+	 */
+	if (d == DIAG_CPU && best[DIAG_LOCK] > 0 && class_ratio(s, w, DIAG_CPU, true) > 0)
+		d = DIAG_LOCK;
 	return d;
-}
-
-/* Highest ratio among the elevated signals of a class (work signals: work_of). */
-static double class_ratio(const struct diag_state *s, const struct window *w,
-			  enum diag_dominant k, bool work)
-{
-	double r = 0;
-
-	for (size_t i = 0; i < N_SIGNALS; i++)
-		if ((work ? signals[i].work_of : signals[i].class) == k && score(s, w, i) > 0)
-			r = fmax(r, w->r[i]);
-	return r;
 }
 
 /*
@@ -427,16 +436,38 @@ static double class_ratio(const struct diag_state *s, const struct window *w,
  * that comes with the cgroup's own work per request rising: it queues
  * behind itself (its own extra threads on the CPU, its own extra I/O).
  */
+/*
+ * The cgroup's own work per request on resource k against its baseline
+ * (NAN when not measured): near 1 or more with more requests means its own
+ * use of k grew with its load.
+ */
+static double work_ratio(const struct window *w, enum diag_dominant k)
+{
+	for (size_t i = 0; i < N_SIGNALS; i++)
+		if (signals[i].work_of == k && !isnan(w->r[i]))
+			return w->r[i];
+	return NAN;
+}
+
 static enum diag_cause cause_of(const struct diag_state *s, const struct window *w,
 				enum diag_dominant d)
 {
 	bool load = s->rate.up && !isnan(w->rate_r);
+	double work = work_ratio(w, d);
 
 	if (!s->lat.up)
 		return DIAG_CAUSE_UNKNOWN;
 	if (d == DIAG_NONE)
 		return load ? DIAG_CAUSE_LOAD : DIAG_CAUSE_UNKNOWN;
 	if (load && class_ratio(s, w, d, false) <= w->rate_r * DIAG_LOAD_SLACK)
+		return DIAG_CAUSE_LOAD;
+	/*
+	 * More requests, each costing what it did: the cgroup's own use of the
+	 * resource grew with its load, and near saturation queueing behind
+	 * itself grows much faster than the load (like rho / (1 - rho)), so no
+	 * fixed slack on the contention ratio can tell that from a neighbour.
+	 */
+	if (load && work >= DIAG_WORK_STEADY)
 		return DIAG_CAUSE_LOAD;
 	if (d == DIAG_LOCK || class_ratio(s, w, d, true) > 0)
 		return load ? DIAG_CAUSE_LOAD : DIAG_CAUSE_UNKNOWN;
