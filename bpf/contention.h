@@ -51,11 +51,13 @@ struct ct_cg_counters {
 
 /*
  * Run-queue delay per cgroup, per CPU: touched on every context switch,
- * where one lookup and no atomic matters (a shared histogram with atomic
- * adds costs ~30% more there, and its hot buckets bounce between CPUs).
- * The price is memory: 2.2 KiB per CPU for each cgroup that ran. The
- * number of waits is the histogram's total. 32-bit buckets wrap; user
- * space sums the CPUs and diffs modulo 2^32 (hist_diff).
+ * where one lookup and no atomic matter (a per-CPU counter map plus a
+ * shared histogram with atomic adds cost ~5 ns more per switch, half again
+ * the hook's own work, and the shared histogram's hot buckets bounce
+ * between CPUs). The price is memory: 2.2 KiB per possible CPU for each
+ * cgroup that ran. The number of waits is the histogram's total. 32-bit
+ * buckets wrap; user space sums the CPUs and diffs modulo 2^32
+ * (hist_diff).
  */
 struct ct_cg_runq {
 	__u64 runq_ns;              /* runnable, waiting for a CPU */
