@@ -23,9 +23,10 @@
 #include "../bpf/contention.h"
 #include "contention.skel.h"
 
-/* Cumulative CPU figures of one cgroup at one read; NAN = file absent. */
+/* Cumulative cgroupfs figures of one cgroup at one read; NAN = absent. */
 struct cpu_reading {
 	double usage_ns, throttled_ns, periods, throttled;
+	double pgfault; /* cgroup2 memory.stat */
 };
 
 /*
@@ -42,7 +43,6 @@ struct cpu_hist {
 struct contention {
 	struct contention_bpf *skel; /* NULL when no BPF signal runs */
 	unsigned running;
-	bool has_pf, has_reclaim;
 	int ncpus;
 	char missing[1024];
 	char base[PATH_MAX];
@@ -176,13 +176,14 @@ static unsigned feasible(struct contention *c, unsigned want, const struct featu
 		note(c, "lock: kernel has no contention_begin/contention_end tracepoints (5.19+)");
 	else if (want & CONT_LOCK)
 		ok |= CONT_LOCK;
-	if ((want & CONT_MEMORY) && !(f->pf || f->memcg_reclaim || f->direct_reclaim))
-		note(c, "memory: kernel has neither page_fault_user nor mm_vmscan reclaim tracepoints");
+	if ((want & CONT_MEMORY) && !(f->memcg_reclaim || f->direct_reclaim))
+		note(c, "memory: kernel has no mm_vmscan reclaim tracepoints");
 	else if (want & CONT_MEMORY)
 		ok |= CONT_MEMORY;
-	if ((want & CONT_MEMORY) && f->pf != (f->memcg_reclaim || f->direct_reclaim))
-		note(c, f->pf ? "memory: no reclaim tracepoints, reclaim time unavailable" :
-			"memory: no page_fault_user tracepoint, page faults unavailable");
+	if ((want & CONT_PAGE_FAULTS) && !f->pf)
+		note(c, "page_faults: kernel has no page_fault_user tracepoint (x86 only)");
+	else if (want & CONT_PAGE_FAULTS)
+		ok |= CONT_PAGE_FAULTS;
 	if ((want & CONT_NETWORK) && !f->sk_cgrp)
 		note(c, "network: sockets carry no cgroup here (CONFIG_SOCK_CGROUP_DATA off), TCP events cannot be attributed");
 	else if ((want & CONT_NETWORK) && !f->retrans)
@@ -239,7 +240,7 @@ static int configure(struct contention_bpf *skel, unsigned m, const struct featu
 	ON(ct_sys_exit, (m & CONT_VFS) || ((m & CONT_FUTEX) && !futex_switch));
 	ON(ct_lock_begin, m & CONT_LOCK);
 	ON(ct_lock_end, m & CONT_LOCK);
-	ON(ct_page_fault, (m & CONT_MEMORY) && f->pf);
+	ON(ct_page_fault, m & CONT_PAGE_FAULTS);
 	ON(ct_memcg_reclaim_begin, (m & CONT_MEMORY) && f->memcg_reclaim);
 	ON(ct_memcg_reclaim_end, (m & CONT_MEMORY) && f->memcg_reclaim);
 	ON(ct_direct_reclaim_begin, (m & CONT_MEMORY) && f->direct_reclaim);
@@ -283,6 +284,7 @@ static const char *signal_name(unsigned bit)
 	case CONT_MEMORY: return "memory";
 	case CONT_NETWORK: return "network";
 	case CONT_TCP_RTT: return "tcp_rtt";
+	case CONT_PAGE_FAULTS: return "page_faults";
 	default: return "?";
 	}
 }
@@ -393,8 +395,6 @@ static int open_bpf(struct contention *c, unsigned want, uint32_t max_cgroups,
 	}
 	probe_features(btf, &f);
 	btf__free(btf);
-	c->has_pf = f.pf;
-	c->has_reclaim = f.memcg_reclaim || f.direct_reclaim;
 	c->ncpus = libbpf_num_possible_cpus();
 	if (c->ncpus < 0) {
 		*why = "cannot count possible CPUs";
@@ -725,10 +725,14 @@ static double single_value(const char *buf)
  */
 static void read_cpu(const struct contention *c, const char *rel, struct cpu_reading *r)
 {
-	char v2[2048] = "", v1[2048];
+	char v2[8192] = "", v1[2048];
 	double usec;
 
-	*r = (struct cpu_reading){ NAN, NAN, NAN, NAN };
+	*r = (struct cpu_reading){ NAN, NAN, NAN, NAN, NAN };
+	/* memory.stat is ~50 lines; pgfault sits in its second half. */
+	if (c->root[0] && !read_cg(c->root, NULL, rel, "memory.stat", v2, sizeof(v2)))
+		r->pgfault = kv_get(v2, "pgfault");
+	v2[0] = '\0';
 	if (c->root[0])
 		read_cg(c->root, NULL, rel, "cpu.stat", v2, sizeof(v2));
 	usec = kv_get(v2, "usage_usec");
@@ -829,6 +833,13 @@ static int sample_cpu(struct contention *c, uint64_t seq, uint64_t id, const cha
 	out->cpu_usage_s = delta_or_nan(n->usage_ns, p->usage_ns) / 1e9;
 	out->cpu_throttled_s = delta_or_nan(n->throttled_ns, p->throttled_ns) / 1e9;
 	out->cpu_throttled_periods = delta_or_nan(n->throttled, p->throttled);
+	/*
+	 * Page faults cost nothing to read where cgroup2 has the memory
+	 * controller (memory.stat pgfault: every fault of the cgroup's
+	 * tasks); the page_fault_user hook is for hosts without it.
+	 */
+	if (!(c->running & CONT_PAGE_FAULTS))
+		out->page_faults = delta_or_nan(n->pgfault, p->pgfault);
 	return 0;
 }
 
@@ -871,9 +882,9 @@ static void sample_bpf(const struct contention *c, const struct ct_entry *n,
 		o->futex_wait_s = grew(n->c.futex_wait_ns, p->c.futex_wait_ns) / 1e9;
 	if (m & CONT_LOCK)
 		o->lock_contention_s = grew(n->c.lock_ns, p->c.lock_ns) / 1e9;
-	if ((m & CONT_MEMORY) && c->has_pf)
+	if (m & CONT_PAGE_FAULTS)
 		o->page_faults = grew(n->c.page_faults, p->c.page_faults);
-	if ((m & CONT_MEMORY) && c->has_reclaim)
+	if (m & CONT_MEMORY)
 		o->reclaim_s = grew(n->c.reclaim_ns, p->c.reclaim_ns) / 1e9;
 	if (m & CONT_NETWORK)
 		o->tcp_retransmits = grew(n->c.tcp_retransmits, p->c.tcp_retransmits);

@@ -20,19 +20,21 @@ enum contention_signal {
 	CONT_VFS = 1 << 2,     /* regular-file read/write bytes */
 	CONT_FUTEX = 1 << 3,   /* futex wait time */
 	CONT_LOCK = 1 << 4,    /* kernel lock contention */
-	CONT_MEMORY = 1 << 5,  /* user page faults, memcg/direct reclaim */
+	CONT_MEMORY = 1 << 5,  /* memcg/direct reclaim time; page faults from
+				  cgroup2 memory.stat where it has them */
 	CONT_NETWORK = 1 << 6, /* TCP retransmits */
 	CONT_TCP_RTT = 1 << 7, /* TCP smoothed RTT (tcp_probe, every received segment) */
-	CONT_ALL = (1 << 8) - 1,
+	CONT_PAGE_FAULTS = 1 << 8, /* user page faults from page_fault_user (x86) */
+	CONT_ALL = (1 << 9) - 1,
 };
 
 /*
  * Signals loaded unless asked otherwise: those within their overhead budget.
- * Opt-in: VFS hooks every syscall's exit (+27% on a getppid() loop, +11%
- * CPU per request on nginx with everything on), and TCP_RTT every received
- * TCP segment (+3% CPU per request on nginx; budget 1%).
+ * Opt-in: VFS hooks every syscall's exit (+26% on a getppid() loop),
+ * TCP_RTT every received TCP segment (+4% CPU per request on nginx; budget
+ * 1%), PAGE_FAULTS every user page fault (+13% on stress-ng --fault).
  */
-#define CONT_DEFAULT (CONT_ALL & ~(CONT_VFS | CONT_TCP_RTT))
+#define CONT_DEFAULT (CONT_ALL & ~(CONT_VFS | CONT_TCP_RTT | CONT_PAGE_FAULTS))
 
 struct contention_opts {
 	unsigned signals;       /* enum contention_signal mask to load */

@@ -6,9 +6,10 @@
  *   contention_probe [-s SIGNALS] [-i SECONDS] [-n COUNT] [-b BASE] [-m MAX] [CGROUP]...
  *
  * SIGNALS is "default", "all", "none" or a comma list of sched, block,
- * vfs, futex, lock, memory, network, tcp_rtt. Every interval it prints one
- * line of key=value pairs per cgroup: the CGROUPs named, or, with none,
- * every cgroup2 cgroup that had events in the window. NAN prints as "-".
+ * vfs, futex, lock, memory, network, tcp_rtt, page_faults. Every interval
+ * it prints one line of key=value pairs per cgroup: the CGROUPs named, or,
+ * with none, every cgroup2 cgroup that had events in the window. NAN
+ * prints as "-".
  * MAX sizes the per-cgroup tables (max_cgroups, default 4096); events of
  * cgroups beyond it are counted in a "drops" line.
  * Runs until COUNT intervals have passed (0: forever) or SIGINT/SIGTERM,
@@ -52,7 +53,8 @@ static int parse_signals(const char *s, unsigned *mask)
 	static const struct { const char *name; unsigned bit; } names[] = {
 		{ "sched", CONT_SCHED }, { "block", CONT_BLOCK }, { "vfs", CONT_VFS },
 		{ "futex", CONT_FUTEX }, { "lock", CONT_LOCK }, { "memory", CONT_MEMORY },
-		{ "network", CONT_NETWORK }, { "tcp_rtt", CONT_TCP_RTT }, { "all", CONT_ALL },
+		{ "network", CONT_NETWORK }, { "tcp_rtt", CONT_TCP_RTT },
+		{ "page_faults", CONT_PAGE_FAULTS }, { "all", CONT_ALL },
 		{ "default", CONT_DEFAULT }, { "none", 0 },
 	};
 	char *copy = strdup(s), *tok, *save = NULL;
