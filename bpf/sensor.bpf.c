@@ -26,6 +26,7 @@
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
 #include "sensor.h"
+#include "hist.bpf.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -127,33 +128,6 @@ static __always_inline void drop(__u32 what)
 
 	if (v)
 		(*v)++;
-}
-
-/* Same bucket math as sensing/hist.c:hist_bucket(); keep them in step. */
-static __always_inline __u32 log2_u64(__u64 v)
-{
-	__u32 r = 0, s;
-
-	s = (v > 0xFFFFFFFFULL) << 5; v >>= s; r |= s;
-	s = (v > 0xFFFF) << 4; v >>= s; r |= s;
-	s = (v > 0xFF) << 3; v >>= s; r |= s;
-	s = (v > 0xF) << 2; v >>= s; r |= s;
-	s = (v > 0x3) << 1; v >>= s; r |= s;
-	r |= (v >> 1);
-	return r;
-}
-
-static __always_inline __u32 bucket_of(__u64 ns)
-{
-	__u32 msb, sub;
-
-	if (ns < HIST_SUB)
-		return ns;
-	msb = log2_u64(ns);
-	if (msb > HIST_MAX_LOG2)
-		return HIST_BUCKETS - 1;
-	sub = (ns >> (msb - HIST_SUB_BITS)) & (HIST_SUB - 1);
-	return (msb - HIST_SUB_BITS + 1) * HIST_SUB + sub;
 }
 
 static __always_inline struct tw_cg_counters *cg_counters(__u64 cgid)
