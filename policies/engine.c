@@ -72,6 +72,16 @@
 #define COOL_PROTECT 1
 #define COOL_RELAX 2
 #define COOL_REVERSE 4
+/*
+ * A give-back that hurt (a cut is the knob's next move) marks the value it
+ * gave back to as a ceiling: later give-backs stop below it for BACKOFF_FIRST
+ * windows, then probe it again; each probe that hurts again doubles the
+ * wait, up to BACKOFF_MAX. Without it a hog whose harm starts between two
+ * give-back steps is given back into a violation every ~9 windows; with it,
+ * a handful of times an hour. The ceiling goes when the knob is home.
+ */
+#define BACKOFF_FIRST 8
+#define BACKOFF_MAX 256
 #define DEFAULT_WINDOW_NS 1000000000ULL
 /* A verdict older than this many windows (the cgroup vanished?) no longer votes. */
 #define VERDICT_WINDOWS 3
@@ -96,6 +106,9 @@ struct knob_mem {
 	double scale;     /* finite top of an unlimited quota's steps, NAN until cut */
 	enum dir last_dir;
 	uint64_t last_ns, last_window_ns;
+	double ceiling;   /* a give-back to this value hurt; NAN: none */
+	unsigned backoff; /* windows the ceiling holds, doubled per relapse */
+	uint64_t ceiling_until_ns;
 	double now;       /* value this tick (NAN: unavailable or hands off) */
 };
 
@@ -143,8 +156,10 @@ struct engine *engine_new(const struct policy_set *set)
 			 set->v[i].klass == POLICY_LATENCY_CRITICAL ? "no verdict: no complete window yet"
 								    : "best-effort: no objective");
 		e->s[i].slack = NAN;
-		for (int k = 0; k < KNOB_MAX; k++)
+		for (int k = 0; k < KNOB_MAX; k++) {
 			e->s[i].k[k].scale = NAN;
+			e->s[i].k[k].ceiling = NAN;
+		}
 	}
 	return e;
 }
@@ -498,6 +513,25 @@ static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const
 	if (!(v < m->now))
 		return;
 	fmt_value(lo, sizeof(lo), k, r->lo);
+	if (m->last_dir == DIR_RELAX &&
+	    t->now <= m->last_ns + COOL_RELAX * m->last_window_ns + m->last_window_ns / 4) {
+		/* The last give-back hurt (within the windows before the next
+		 * was due): not that high again for a while. */
+		uint64_t w = window_of(&t->e->set->v[driver]);
+		char at[24];
+
+		m->backoff = m->backoff ? m->backoff * 2 : BACKOFF_FIRST;
+		if (m->backoff > BACKOFF_MAX)
+			m->backoff = BACKOFF_MAX;
+		/* The lowest value known to hurt, since the knob was last home. */
+		m->ceiling = isnan(m->ceiling) ? m->now : fmin(m->ceiling, m->now);
+		m->ceiling_until_ns = t->now + m->backoff * w;
+		fmt_value(at, sizeof(at), k, m->ceiling);
+		change(t, b, k, v, DIR_PROTECT, driver, true,
+		       "%s%smultiplicative cut, floor %s; a give-back hurt: "
+		       "none to %s or above for %u windows", why, basis, lo, at, m->backoff);
+		return;
+	}
 	change(t, b, k, v, DIR_PROTECT, driver, true, "%s%smultiplicative cut, floor %s", why,
 	       basis, lo);
 }
@@ -568,10 +602,30 @@ static bool give_back(struct tick *t, size_t b, enum knob_kind k, size_t driver,
 	if (v >= top)
 		v = m->home;
 	v = clamp_range(r, v);
+	if (!isnan(m->ceiling) && t->now < m->ceiling_until_ns) {
+		/* Below the value whose give-back hurt, until the back-off ends. */
+		v = fmin(v, m->ceiling - knob_unit(k));
+		if (!(v > m->now))
+			return true; /* held: what comes after waits too */
+	}
 	if (!(v > m->now))
 		return false;
 	fmt_value(span, sizeof(span), k, top);
-	change(t, b, k, v, DIR_RELAX, driver, false, "additive +10%% of the way back to %s", span);
+	if (!isnan(m->ceiling) && t->now < m->ceiling_until_ns) {
+		char c[24];
+
+		fmt_value(c, sizeof(c), k, m->ceiling);
+		change(t, b, k, v, DIR_RELAX, driver, false,
+		       "additive +10%% of the way back to %s, below %s where a give-back hurt",
+		       span, c);
+	} else {
+		change(t, b, k, v, DIR_RELAX, driver, false, "additive +10%% of the way back to %s",
+		       span);
+	}
+	if (v >= m->home) {
+		m->ceiling = NAN; /* home: what hurt then is forgotten */
+		m->backoff = 0;
+	}
 	m->last_window_ns = window;
 	return true;
 }

@@ -198,6 +198,8 @@ struct lg {
 	uint64_t *lat;
 	uint64_t *slat;
 	uint64_t *rxlat;
+	double t0_unix;		/* t0 on the wall clock, seconds */
+	uint64_t *due;		/* when the request was due, ns after t0 */
 	size_t n_samples;
 	size_t cap_samples;
 };
@@ -706,7 +708,8 @@ static void conn_send(struct lg *lg, struct conn *c, uint64_t sched)
 	conn_flush(lg, c);
 }
 
-static void record_sample(struct lg *lg, uint64_t lat, uint64_t slat, uint64_t rxlat)
+static void record_sample(struct lg *lg, uint64_t lat, uint64_t slat, uint64_t rxlat,
+			  uint64_t due)
 {
 	size_t cap;
 
@@ -715,7 +718,8 @@ static void record_sample(struct lg *lg, uint64_t lat, uint64_t slat, uint64_t r
 		lg->lat = realloc(lg->lat, cap * sizeof(*lg->lat));
 		lg->slat = realloc(lg->slat, cap * sizeof(*lg->slat));
 		lg->rxlat = realloc(lg->rxlat, cap * sizeof(*lg->rxlat));
-		if (!lg->lat || !lg->slat || !lg->rxlat) {
+		lg->due = realloc(lg->due, cap * sizeof(*lg->due));
+		if (!lg->lat || !lg->slat || !lg->rxlat || !lg->due) {
 			fprintf(stderr, "loadgen: out of memory for samples\n");
 			exit(1);
 		}
@@ -724,6 +728,7 @@ static void record_sample(struct lg *lg, uint64_t lat, uint64_t slat, uint64_t r
 	lg->lat[lg->n_samples] = lat;
 	lg->slat[lg->n_samples] = slat;
 	lg->rxlat[lg->n_samples] = rxlat;
+	lg->due[lg->n_samples] = due;
 	lg->n_samples++;
 }
 
@@ -734,7 +739,8 @@ static void conn_complete(struct lg *lg, struct conn *c)
 	/* No timestamp (reply ended by EOF), or clock stepped: the read time. */
 	if (c->t_rx_rt >= c->t_write_rt && c->t_rx_rt - c->t_write_rt <= lat)
 		rx = c->t_rx_rt - c->t_write_rt;
-	record_sample(lg, lat, t - c->t_sched, rx);
+	record_sample(lg, lat, t - c->t_sched, rx,
+		      c->t_sched > lg->t0 ? c->t_sched - lg->t0 : 0);
 	lg->completed++;
 	lg->in_flight--;
 	lg->last_done = t;
@@ -1134,8 +1140,8 @@ static void write_dump(struct lg *lg)
 	}
 	setvbuf(f, NULL, _IOFBF, 1 << 20);
 	for (i = 0; i < lg->n_samples; i++)
-		fprintf(f, "%" PRIu64 " %" PRIu64 "\n", lg->lat[i],
-			lg->slat[i]);
+		fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", lg->lat[i],
+			lg->slat[i], lg->due[i]);
 	if (fclose(f))
 		fprintf(stderr, "loadgen: --dump %s: %s\n", lg->o.dump,
 			strerror(errno));
@@ -1149,10 +1155,10 @@ static void print_report(struct lg *lg)
 	/* Stopped early by a signal: count only the time that passed. */
 	if (stop_requested)
 		elapsed = (double)(now_ns() - lg->t0) / NSEC_PER_SEC;
-	printf("{\"proto\":\"%s\",\"rate\":%.15g,\"conns\":%d,"
+	printf("{\"proto\":\"%s\",\"start_unix\":%.6f,\"rate\":%.15g,\"conns\":%d,"
 	       "\"duration_s\":%.15g,\"sent\":%" PRIu64 ",\"completed\":%"
 	       PRIu64 ",\"errors\":%" PRIu64 ",\"queued\":%" PRIu64
-	       ",\"rps\":%.1f,", lg->o.proto_name,
+	       ",\"rps\":%.1f,", lg->o.proto_name, lg->t0_unix,
 	       lg->o.closed ? 0.0 : lg->o.rate, lg->o.conns, lg->o.duration,
 	       lg->sent, lg->completed, lg->errors, lg->queued,
 	       elapsed > 0 ? lg->completed / elapsed : 0.0);
@@ -1186,7 +1192,9 @@ static void usage(FILE *f)
 "  --closed                  closed loop: each connection sends again as\n"
 "                            soon as a reply is in; --rate is ignored\n"
 "  --dump FILE               one line per completed request:\n"
-"                            <latency_ns> <sched_latency_ns>\n");
+"                            <latency_ns> <sched_latency_ns> <due_ns>\n"
+"                            (due_ns: when it was due, after the start\n"
+"                            the report's start_unix gives)\n");
 }
 
 static void bad_arg(const char *opt, const char *val, const char *why)
@@ -1457,7 +1465,8 @@ static void setup(struct lg *lg)
 		lg->lat = malloc(lg->cap_samples * sizeof(*lg->lat));
 		lg->slat = malloc(lg->cap_samples * sizeof(*lg->slat));
 		lg->rxlat = malloc(lg->cap_samples * sizeof(*lg->rxlat));
-		if (!lg->lat || !lg->slat || !lg->rxlat)
+		lg->due = malloc(lg->cap_samples * sizeof(*lg->due));
+		if (!lg->lat || !lg->slat || !lg->rxlat || !lg->due)
 			fatal_errno("malloc");
 	}
 }
@@ -1501,6 +1510,7 @@ static void free_all(struct lg *lg)
 	free(lg->lat);
 	free(lg->slat);
 	free(lg->rxlat);
+	free(lg->due);
 	free(lg->req);
 	close(lg->tfd);
 	close(lg->ep);
@@ -1531,6 +1541,7 @@ int main(int argc, char **argv)
 	}
 
 	lg.t0 = now_ns();
+	lg.t0_unix = realtime_ns() / 1e9;
 	lg.t_end = lg.t0 + (uint64_t)(lg.o.duration * NSEC_PER_SEC);
 	run_loop(&lg);
 	/* Requests still outstanding at the end timed out. */

@@ -161,6 +161,7 @@ def test_closed_loop():
         rig.p99(2)                      # a quiet window first: the engine has a verdict
         rig.start_hog()
         t0 = time.monotonic()
+        wall0 = time.time()
         u0 = cpu_usage_ns(rig.batch)
         p99s = []
         for _ in range(12):             # one loadgen second at a time
@@ -187,7 +188,7 @@ def test_closed_loop():
         check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
         ds = rig.decisions_list()
         for d in ds:
-            info("decision: %s %s %s -> %s: %s" % (d["cgroup"], d["knob"], d["old"], d["new"], d["reason"]))
+            info("decision at %+.1fs: %s %s -> %s: %s" % (d["ts"] - wall0, d["knob"], d["old"], d["new"], d["reason"]))
         check(ds and all(d["dry_run"] is False and d["applied"] for d in ds),
               "decision log: %s" % ds[:3])
         return ("p99 alone %.0f us, with hog %.0f us, target %d us; back under target %.1f s after "

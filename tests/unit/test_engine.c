@@ -462,6 +462,76 @@ static void test_protect_after_give_back(void **state)
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 30);
 }
 
+/* A plant: batch's cpu.weight above 55 makes web miss its 2 ms target. */
+static double plant(const struct fx *f)
+{
+	return f->in[1].knob[KNOB_CPU_WEIGHT] > 55 ? 3 : 1;
+}
+
+/* Run the plant for n windows; the times of cuts after the first go to t_cut. */
+static int relapses(struct fx *f, int n, uint64_t *t_cut, int max)
+{
+	int k = 0;
+
+	for (int i = 0; i < n; i++) {
+		const struct action *a;
+
+		window(f, plant(f), 1000, NULL);
+		a = find(f, 1, KNOB_CPU_WEIGHT);
+		if (a && a->new_value < a->old_value && k < max)
+			t_cut[k++] = f->now;
+	}
+	return k;
+}
+
+/*
+ * Give-backs that hurt back off: a hog that harms above weight 55 is given
+ * back into a violation a handful of times in 400 windows, each wait twice
+ * the last, not every ninth window; home again, the back-off is forgotten.
+ */
+static void test_give_back_that_hurt_backs_off(void **state)
+{
+	struct fx *f = *state;
+	uint64_t t_cut[64];
+	int n;
+
+	f->pol[1].cpu_quota.set = false;
+	start(f);
+	window(f, 3, 1000, NULL); /* 100 -> 50 */
+	n = relapses(f, 400, t_cut, 64);
+	print_message("relapses %d:", n);
+	for (int i = 0; i < n; i++)
+		print_message(" %llu", (unsigned long long)(t_cut[i] / SEC));
+	print_message("\n");
+	/* Without the back-off: a relapse every 9 windows, 44 of them. */
+	assert_true(n >= 4 && n <= 7);
+	/* Waits of 8 and 16 windows end within the climb back; then they double. */
+	for (int i = 2; i < n; i++)
+		assert_true(t_cut[i] - t_cut[i - 1] >= t_cut[i - 1] - t_cut[i - 2]);
+	assert_true(t_cut[n - 1] - t_cut[n - 2] >= 4 * (t_cut[2] - t_cut[1]));
+	/* The knob never sat above 55 for more than the one window that showed it. */
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] <= 55);
+
+	/* The reason of a relapse's cut says so. */
+	f->pol[1].cpu_weight.lo = 10;
+	for (int i = 0; i < 600 && !(find(f, 1, KNOB_CPU_WEIGHT) &&
+				     strstr(find(f, 1, KNOB_CPU_WEIGHT)->reason, "hurt")); i++)
+		window(f, plant(f), 1000, NULL);
+	assert_non_null(find(f, 1, KNOB_CPU_WEIGHT));
+	assert_non_null(strstr(find(f, 1, KNOB_CPU_WEIGHT)->reason,
+			       "a give-back hurt: none to 56 or above for "));
+
+	/* The hog goes away: the weight goes home and the back-off is forgotten. */
+	for (int i = 0; i < 600 && f->in[1].knob[KNOB_CPU_WEIGHT] < 100; i++)
+		window(f, 1, 1000, NULL);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	window(f, 3, 1000, NULL); /* 100 -> 50 */
+	n = relapses(f, 30, t_cut, 64);
+	/* First relapse at the first probe above 55, the next 8 windows of hold later. */
+	assert_true(n >= 2);
+	assert_true(t_cut[1] - t_cut[0] <= 12 * SEC);
+}
+
 /* Lock contention and the service's own load: neighbours are not throttled. */
 static void test_lock_and_load_spare_neighbours(void **state)
 {
@@ -889,6 +959,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_frequency, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_several_latency_critical, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_give_back_that_hurt_backs_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_sequences_keep_the_rules, setup, teardown),
 	};
 
