@@ -73,9 +73,9 @@
 #define COOL_RELAX 2
 #define COOL_REVERSE 4
 /*
- * A give-back that hurt (a cut is the knob's next move) marks the value it
- * gave back to as a ceiling: later give-backs stop below it for BACKOFF_FIRST
- * windows, then probe it again; each probe that hurts again doubles the
+ * A give-back that hurt (a cut is the knob's next move, within the windows
+ * before the next give-back was due) makes the value before it a ceiling:
+ * later give-backs stop there for BACKOFF_FIRST windows, then probe again; each probe that hurts again doubles the
  * wait, up to BACKOFF_MAX. Without it a hog whose harm starts between two
  * give-back steps is given back into a violation every ~9 windows; with it,
  * a handful of times an hour. The ceiling goes when the knob is home.
@@ -106,7 +106,8 @@ struct knob_mem {
 	double scale;     /* finite top of an unlimited quota's steps, NAN until cut */
 	enum dir last_dir;
 	uint64_t last_ns, last_window_ns;
-	double ceiling;   /* a give-back to this value hurt; NAN: none */
+	double before;    /* value before the last give-back */
+	double ceiling;   /* give-backs stop at this value (the last that held); NAN: none */
 	unsigned backoff; /* windows the ceiling holds, doubled per relapse */
 	uint64_t ceiling_until_ns;
 	double now;       /* value this tick (NAN: unavailable or hands off) */
@@ -523,13 +524,13 @@ static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const
 		m->backoff = m->backoff ? m->backoff * 2 : BACKOFF_FIRST;
 		if (m->backoff > BACKOFF_MAX)
 			m->backoff = BACKOFF_MAX;
-		/* The lowest value known to hurt, since the knob was last home. */
-		m->ceiling = isnan(m->ceiling) ? m->now : fmin(m->ceiling, m->now);
+		/* The value before it held: the ceiling (the lowest such since home). */
+		m->ceiling = isnan(m->ceiling) ? m->before : fmin(m->ceiling, m->before);
 		m->ceiling_until_ns = t->now + m->backoff * w;
 		fmt_value(at, sizeof(at), k, m->ceiling);
 		change(t, b, k, v, DIR_PROTECT, driver, true,
 		       "%s%smultiplicative cut, floor %s; a give-back hurt: "
-		       "none to %s or above for %u windows", why, basis, lo, at, m->backoff);
+		       "none above %s for %u windows", why, basis, lo, at, m->backoff);
 		return;
 	}
 	change(t, b, k, v, DIR_PROTECT, driver, true, "%s%smultiplicative cut, floor %s", why,
@@ -589,7 +590,7 @@ static bool give_back(struct tick *t, size_t b, enum knob_kind k, size_t driver,
 {
 	const struct policy_range *r = range_of(&t->e->set->v[b], k);
 	struct knob_mem *m = &t->e->s[b].k[k];
-	double top, step, v;
+	double top, step, v, was;
 	char span[48];
 
 	if (!movable(t->e, b, k) || !m->touched || !(m->now < m->home))
@@ -602,9 +603,10 @@ static bool give_back(struct tick *t, size_t b, enum knob_kind k, size_t driver,
 	if (v >= top)
 		v = m->home;
 	v = clamp_range(r, v);
+	was = m->now;
 	if (!isnan(m->ceiling) && t->now < m->ceiling_until_ns) {
-		/* Below the value whose give-back hurt, until the back-off ends. */
-		v = fmin(v, m->ceiling - knob_unit(k));
+		/* No higher than the last value that held, until the back-off ends. */
+		v = fmin(v, m->ceiling);
 		if (!(v > m->now))
 			return true; /* held: what comes after waits too */
 	}
@@ -616,12 +618,13 @@ static bool give_back(struct tick *t, size_t b, enum knob_kind k, size_t driver,
 
 		fmt_value(c, sizeof(c), k, m->ceiling);
 		change(t, b, k, v, DIR_RELAX, driver, false,
-		       "additive +10%% of the way back to %s, below %s where a give-back hurt",
+		       "additive +10%% of the way back to %s, no higher than %s until the back-off ends",
 		       span, c);
 	} else {
 		change(t, b, k, v, DIR_RELAX, driver, false, "additive +10%% of the way back to %s",
 		       span);
 	}
+	m->before = was;
 	if (v >= m->home) {
 		m->ceiling = NAN; /* home: what hurt then is forgotten */
 		m->backoff = 0;

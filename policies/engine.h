@@ -45,8 +45,8 @@ void engine_free(struct engine *e);
  *    1 before it moves again to protect (the effect must be seen in a whole
  *    window), 2 between give-backs, 4 before a give-back follows a cut;
  *  - back-off: a cut within 2 windows of a give-back of the same knob
- *    means the give-back hurt; give-backs then stop below that value for
- *    8 windows, doubled for each give-back that hurts again (at most 256),
+ *    means the give-back hurt; give-backs then stop at the value before
+ *    it for 8 windows, doubled for each give-back that hurts again (at most 256),
  *    forgotten once the knob is home;
  *  - a latency-critical service is never throttled: its weights and quota
  *    only rise, and come back down no lower than their own first value;
