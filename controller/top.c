@@ -83,8 +83,9 @@ static void help(void)
 	       "      --no-contention   no contention signals and no diagnosis columns\n"
 	       "      --signals LIST    contention signals to load, comma-separated: sched,\n"
 	       "                        block, vfs, futex, lock, memory, network, tcp_rtt,\n"
-	       "                        default, all (default: all but vfs and tcp_rtt, which\n"
-	       "                        cost every syscall / every TCP segment)\n"
+	       "                        page_faults, default, all (default: all but vfs,\n"
+	       "                        tcp_rtt and page_faults, which cost every syscall,\n"
+	       "                        every TCP segment, every page fault)\n"
 	       "      --max-conns N     connection table size (default 262144)\n"
 	       "  -h, --help            this text\n");
 }
@@ -153,7 +154,7 @@ static int parse_args(struct top *t, int argc, char **argv)
 			break;
 		case 'S':
 			if (contention_signals_parse(optarg, &t->signals))
-				return log_error("--signals: '%s' is not a list of sched, block, vfs, futex, lock, memory, network, tcp_rtt, default, all", optarg), -EINVAL;
+				return log_error("--signals: '%s' is not a list of sched, block, vfs, futex, lock, memory, network, tcp_rtt, page_faults, default, all", optarg), -EINVAL;
 			break;
 		case 'h':
 			help();

@@ -35,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import twtest as tw  # noqa: E402
@@ -54,15 +53,13 @@ HOG_RATE = 8000         # nginx req/s beside the CPU hog: about a third of one C
                         # 8000 the hog multiplied p99 by 8-30 in every run measured.
 DISK_DIR = "/var/tmp"   # on the block device (/tmp too here, but be explicit)
 HIERARCHIES = ("unified", "cpu", "cpuacct")
-VERBOSE = False
 
 
-class Skip(Exception):
-    pass
+Skip = tw.Skip
 
 
 def info(msg):
-    if VERBOSE:
+    if tw.verbose():
         tw.log(msg)
 
 
@@ -98,7 +95,7 @@ def fmt_us(v):
 
 def dump(title, rows):
     """One line per interval: what a reader needs to see why a verdict came out."""
-    if not VERBOSE:
+    if not tw.verbose():
         return
     tw.log("  %s" % title)
     for o in rows:
@@ -487,38 +484,12 @@ TESTS = [
 
 
 def main(argv):
-    global VERBOSE
-    args = [a for a in argv if a not in ("-v", "--verbose")]
-    VERBOSE = len(args) != len(argv)
-    selected = [(n, f) for n, f in TESTS if not args or n in args]
-    if os.geteuid() != 0:
-        for n, _ in selected:
-            print("SKIP %s: needs root (BPF, cgroups)" % n)
-        print("0 passed, 0 failed, %d skipped" % len(selected))
-        return 0
-    if not os.access(tw.TAILWARDEN, os.X_OK):
-        print("FAIL setup: %s not built (run make)" % tw.TAILWARDEN)
-        print("0 passed, 1 failed, 0 skipped")
-        return 1
-    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    for name, fn in selected:
-        t0 = time.monotonic()
-        try:
-            note = fn()
-            print("PASS %s (%s)" % (name, note), flush=True)
-            counts["PASS"] += 1
-        except Skip as e:
-            print("SKIP %s: %s" % (name, e), flush=True)
-            counts["SKIP"] += 1
-        except (TestFailure, SetupError, tw.TopError) as e:
-            print("FAIL %s: %s" % (name, e), flush=True)
-            counts["FAIL"] += 1
-        except Exception:
-            print("FAIL %s: %s" % (name, traceback.format_exc()), flush=True)
-            counts["FAIL"] += 1
-        info("  (%s took %.0f s)" % (name, time.monotonic() - t0))
-    print("%d passed, %d failed, %d skipped" % (counts["PASS"], counts["FAIL"], counts["SKIP"]))
-    return 1 if counts["FAIL"] else 0
+    def prepare():
+        if not os.access(tw.TAILWARDEN, os.X_OK):
+            return "%s not built (run make)" % tw.TAILWARDEN
+        return None
+
+    return tw.main(__doc__, TESTS, argv, "BPF, cgroups", retry=('cpu_interference', 'load', 'lock', 'io_interference'), prepare=prepare)
 
 
 if __name__ == "__main__":

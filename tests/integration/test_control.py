@@ -18,11 +18,10 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import twtest as tw  # noqa: E402
-from twtest import check, TestFailure, SetupError  # noqa: E402
+from twtest import check, TestFailure  # noqa: E402
 
 SERVER_CPU = 0
 CLIENT_CPU = 1
@@ -35,15 +34,13 @@ WINDOW = "1s"
 RECOVER_S = 5.0         # p99 back under target within this long after the hog starts
 LEAD_S = 3              # closed loop: seconds of load before the hog starts
 CONTROL_S = 15          # and after
-VERBOSE = False
 
 
-class Skip(Exception):
-    pass
+Skip = tw.Skip
 
 
 def info(msg):
-    if VERBOSE:
+    if tw.verbose():
         tw.log(msg)
 
 
@@ -333,36 +330,12 @@ TESTS = [
 
 
 def main(argv):
-    global VERBOSE
-    args = [a for a in argv if a not in ("-v", "--verbose")]
-    VERBOSE = len(args) != len(argv)
-    selected = [(n, f) for n, f in TESTS if not args or n in args]
-    if os.geteuid() != 0:
-        for n, _ in selected:
-            print("SKIP %s: needs root (BPF, cgroups)" % n)
-        print("0 passed, 0 failed, %d skipped" % len(selected))
-        return 0
-    if not os.access(tw.TAILWARDEN, os.X_OK):
-        print("FAIL setup: %s not built (run make)" % tw.TAILWARDEN)
-        print("0 passed, 1 failed, 0 skipped")
-        return 1
-    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    for name, fn in selected:
-        try:
-            note = fn()
-            print("PASS %s (%s)" % (name, note), flush=True)
-            counts["PASS"] += 1
-        except Skip as e:
-            print("SKIP %s: %s" % (name, e), flush=True)
-            counts["SKIP"] += 1
-        except (TestFailure, SetupError) as e:
-            print("FAIL %s: %s" % (name, e), flush=True)
-            counts["FAIL"] += 1
-        except Exception:
-            print("FAIL %s: %s" % (name, traceback.format_exc()), flush=True)
-            counts["FAIL"] += 1
-    print("%d passed, %d failed, %d skipped" % (counts["PASS"], counts["FAIL"], counts["SKIP"]))
-    return 1 if counts["FAIL"] else 0
+    def prepare():
+        if not os.access(tw.TAILWARDEN, os.X_OK):
+            return "%s not built (run make)" % tw.TAILWARDEN
+        return None
+
+    return tw.main(__doc__, TESTS, argv, "BPF, cgroups", retry=('closed_loop',), prepare=prepare)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,10 @@ import shutil
 import subprocess
 import sys
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import twtest as tw  # noqa: E402
-from twtest import check, TestFailure, SetupError, TopError  # noqa: E402
+from twtest import check, SetupError  # noqa: E402
 
 SERVER_CPU = 0
 CLIENT_CPU = 1
@@ -29,15 +28,13 @@ COUNT_TOL = 0.005       # inferred request counts must match the client's within
 P99_TOL = 0.25          # inferred p99 within +-25 % of the client's p99 (see accuracy_test)
 ABSURD_US = 1_000_000   # no request on loopback in these tests takes a second
 
-VERBOSE = False
 
 
-class Skip(Exception):
-    pass
+Skip = tw.Skip
 
 
 def info(msg):
-    if VERBOSE:
+    if tw.verbose():
         tw.log("  " + msg)
 
 
@@ -502,56 +499,17 @@ def test_cli(sess):
 # ---------------------------------------------------------------------------
 # runner
 
-def run_one(name, fn):
-    """Run one test in a session of its own; return 'PASS'/'FAIL'/'SKIP' and a line."""
-    t0 = time.monotonic()
-    try:
+def in_session(name):
+    """Each test runs in a Session of its own, handed to it."""
+    def wrap(fn):
         with tw.Session(tag=name.replace("_", "-")) as sess:
-            detail = fn(sess)
-        status, line = "PASS", "PASS %s" % name + (" (%s)" % detail if detail else "")
-    except Skip as e:
-        status, line = "SKIP", "SKIP %s: %s" % (name, e)
-    except (TestFailure, TopError) as e:
-        status, line = "FAIL", "FAIL %s: %s" % (name, e)
-    except SetupError as e:
-        status, line = "FAIL", "FAIL %s: setup: %s" % (name, e)
-    except Exception as e:  # noqa: BLE001 -- a broken test is a failed test
-        traceback.print_exc()
-        status, line = "FAIL", "FAIL %s: %s: %s" % (name, type(e).__name__, e)
-    left = tw.leftovers()
-    if left:
-        status, line = "FAIL", line.replace("PASS", "FAIL", 1) + "; left behind: %s" % left
-    info("%s took %.1f s" % (name, time.monotonic() - t0))
-    return status, line
+            return fn(sess)
+    return wrap
 
 
 def main(argv):
-    global VERBOSE
-    args = [a for a in argv if a not in ("-v", "--verbose")]
-    VERBOSE = len(args) != len(argv)
-    if any(a in ("-h", "--help") for a in args):
-        print(__doc__.strip())
-        print("tests: " + " ".join(n for n, _ in TESTS))
-        return 0
-    known = dict(TESTS)
-    unknown = [a for a in args if a not in known]
-    if unknown:
-        print("unknown test(s): %s; known: %s" % (" ".join(unknown), " ".join(known)),
-              file=sys.stderr)
-        return 2
-    selected = [(n, f) for n, f in TESTS if not args or n in args]
-    if os.geteuid() != 0:
-        for n, _ in selected:
-            print("SKIP %s: needs root (loads BPF programs and creates cgroups)" % n)
-        print("0 passed, 0 failed, %d skipped" % len(selected))
-        return 0
-    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    for name, fn in selected:
-        status, line = run_one(name, fn)
-        counts[status] += 1
-        print(line, flush=True)
-    print("%d passed, %d failed, %d skipped" % (counts["PASS"], counts["FAIL"], counts["SKIP"]))
-    return 1 if counts["FAIL"] else 0
+    return tw.main(__doc__, TESTS, argv, "loads BPF programs and creates cgroups",
+                   run=lambda name, fn: tw.run_one(name, fn, in_session(name)))
 
 
 if __name__ == "__main__":

@@ -827,3 +827,97 @@ def leftovers():
         except FileNotFoundError:
             pass
     return found
+
+
+# ---------------------------------------------------------------------------
+# the test runner every integration script shares
+
+
+class Skip(Exception):
+    """The test cannot run on this host; the message says why."""
+
+
+def run_one(name, fn, wrap=None):
+    """Run one test; return ('PASS'|'FAIL'|'SKIP', the line to print).
+
+    wrap(fn) runs fn with what it needs (a Session, say) and returns its
+    detail; by default fn() is called bare. A test that leaves a cgroup of
+    this process behind fails, whatever it returned.
+    """
+    t0 = time.monotonic()
+    try:
+        detail = wrap(fn) if wrap else fn()
+        status, line = "PASS", "PASS %s" % name + (" (%s)" % detail if detail else "")
+    except Skip as e:
+        status, line = "SKIP", "SKIP %s: %s" % (name, e)
+    except (TestFailure, TopError) as e:
+        status, line = "FAIL", "FAIL %s: %s" % (name, e)
+    except SetupError as e:
+        status, line = "FAIL", "FAIL %s: setup: %s" % (name, e)
+    except Exception as e:  # noqa: BLE001 -- a broken test is a failed test
+        import traceback
+        traceback.print_exc()
+        status, line = "FAIL", "FAIL %s: %s: %s" % (name, type(e).__name__, e)
+    left = leftovers()
+    if left:
+        status, line = "FAIL", line.replace(status, "FAIL", 1) + "; left behind: %s" % left
+    if os.environ.get("TW_VERBOSE"):
+        log("%s took %.1f s" % (name, time.monotonic() - t0))
+    return status, line
+
+
+def main(doc, tests, argv, root_why, run=None, retry=(), prepare=None):
+    """Parse [-v] [-h] [TEST...], run the tests, print PASS/FAIL/SKIP lines and
+    "N passed, N failed, N skipped"; return the exit status (1 on a failure,
+    2 on an unknown test name).
+
+    run(name, fn) runs one test (default run_one(name, fn)). Tests named in
+    retry run a second time after a failure: they compare a perturbed phase
+    with a baseline taken on a shared 2-CPU VM, whose neighbours can spoil
+    a baseline now and then. The first failure is printed as a RETRY line
+    and quoted in the final line; a second failure fails. prepare(), when
+    given, runs once before the tests and returns None or why every test
+    fails (a binary not built, say).
+    """
+    args = [a for a in argv if a not in ("-v", "--verbose")]
+    if len(args) != len(argv):
+        os.environ["TW_VERBOSE"] = "1"
+    if any(a in ("-h", "--help") for a in args):
+        print(doc.strip())
+        print("tests: " + " ".join(n for n, _ in tests))
+        return 0
+    known = dict(tests)
+    unknown = [a for a in args if a not in known]
+    if unknown:
+        print("unknown test(s): %s; known: %s" % (" ".join(unknown), " ".join(known)),
+              file=sys.stderr)
+        return 2
+    selected = [(n, f) for n, f in tests if not args or n in args]
+    if os.geteuid() != 0:
+        for n, _ in selected:
+            print("SKIP %s: needs root (%s)" % (n, root_why))
+        print("0 passed, 0 failed, %d skipped" % len(selected))
+        return 0
+    run = run or run_one
+    why = prepare() if prepare else None
+    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    for name, fn in selected:
+        if why:
+            status, line = "FAIL", "FAIL %s: setup: %s" % (name, why)
+        else:
+            status, line = run(name, fn)
+            if status == "FAIL" and name in retry:
+                first = line[len("FAIL %s: " % name):]
+                print("RETRY %s: the first try failed: %s" % (name, first), flush=True)
+                status, line = run(name, fn)
+                if status == "PASS":
+                    line += " [second try; the first failed: %s]" % first
+        counts[status] += 1
+        print(line, flush=True)
+    print("%d passed, %d failed, %d skipped" % (counts["PASS"], counts["FAIL"], counts["SKIP"]))
+    return 1 if counts["FAIL"] else 0
+
+
+def verbose():
+    """-v was given: tests print their progress and figures to stderr."""
+    return bool(os.environ.get("TW_VERBOSE"))
