@@ -32,6 +32,7 @@ POLICIES := policies/action.c policies/engine.c policies/policy.c policies/parse
 LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(SENSING) $(CONTROLLER) $(POLICIES))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop
+BENCH_TOOLS := $(OUTPUT)/tests/floor $(OUTPUT)/tests/floor.bpf.o
 
 .PHONY: all clean check unit integration deps bench demo tests install fuzz fuzz-short
 .DELETE_ON_ERROR:
@@ -78,6 +79,15 @@ $(OUTPUT)/tests/syscall_loop: tests/bench/syscall_loop.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -lm -o $@
 
+# The benchmark's floor: empty programs on the request sensor's tracepoints.
+$(OUTPUT)/tests/floor.bpf.o: tests/bench/floor.bpf.c $(OUTPUT)/vmlinux.h | $(OUTPUT)/tests
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -c $< -o $@
+
+$(OUTPUT)/tests/floor: tests/bench/floor.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -lbpf -lelf -lz -o $@
+
 tests: tailwarden $(UNIT_TESTS) $(TEST_TOOLS)
 
 # Debian packages for building and for the real servers and clients the
@@ -104,7 +114,7 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory integration
 
 bench: deps
-	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS)
+	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS) $(BENCH_TOOLS)
 	$(Q)tests/bench/run
 
 demo: deps

@@ -104,9 +104,30 @@ def accuracy(args):
 # ---------------------------------------------------------------------------
 # (b) overhead on nginx throughput
 
-OVERHEAD_MODES = (("without", None), ("requests", ["--no-contention"]), ("all", []))
-OVERHEAD_LABELS = {"without": "without top", "requests": "top --no-contention",
+OVERHEAD_MODES = (("without", None), ("floor", "floor"), ("requests", ["--no-contention"]),
+                  ("all", []))
+OVERHEAD_LABELS = {"without": "without top",
+                   "floor": "floor: empty BPF progs, same 3 hooks",
+                   "requests": "top --no-contention",
                    "all": "top (requests + contention)"}
+FLOOR = os.path.join(tw.OUTPUT, "floor")
+
+
+def attach(sess, extra, cg):
+    """Start what a mode measures (nothing, the floor programs, or top);
+    return a function that stops it."""
+    if extra is None:
+        return lambda: None
+    if extra == "floor":
+        if not os.access(FLOOR, os.X_OK):
+            raise tw.SetupError("%s not built (make bench builds it)" % FLOOR)
+        p = sess.spawn([FLOOR], cgroup=cg, stdout=subprocess.PIPE)
+        line = p.stdout.readline().decode()
+        if "attached" not in line:
+            raise tw.SetupError("floor did not attach: %r" % line)
+        return lambda: sess.stop(p)
+    top = sess.top([], interval=1.0, cgroup=cg, extra=extra)
+    return top.stop
 
 
 def overhead(args):
@@ -120,12 +141,10 @@ def overhead(args):
         for i in range(args.runs):
             k = i % len(OVERHEAD_MODES)
             for mode, extra in OVERHEAD_MODES[k:] + OVERHEAD_MODES[:k]:
-                top = sess.top([], interval=1.0, cgroup=topcg, extra=extra) \
-                    if extra is not None else None
+                stop = attach(sess, extra, topcg)
                 r = tw.wrk(sess, srv.port, threads=1, conns=32, duration="%ds" % args.wrk_s,
                            cpu=CLIENT_CPU, cgroup=cli)
-                if top:
-                    top.stop()
+                stop()
                 res[mode].append(r["rps"])
                 tw.log("  run %d %-9s: %.0f req/s" % (i + 1, mode, r["rps"]))
     base = statistics.median(res["without"])
@@ -137,6 +156,9 @@ def overhead(args):
                      "%.0f" % max(v), " ".join("%.0f" % x for x in v)])
     table("(b) overhead: nginx at saturation, wrk -t1 -c32 -d%ds, %d rotating runs each"
           % (args.wrk_s, args.runs), ["", "median req/s", "ratio", "min", "max", "runs"], rows)
+    print("floor = empty BPF programs on the request sensor's three tracepoints, attached and "
+          "doing nothing:\nthe share of the overhead that is the hooks' own dispatch, not the "
+          "sensor's work.")
 
 
 # ---------------------------------------------------------------------------
@@ -159,13 +181,11 @@ def syscalls(args):
         for i in range(args.runs):
             k = i % len(OVERHEAD_MODES)
             for mode, extra in OVERHEAD_MODES[k:] + OVERHEAD_MODES[:k]:
-                top = sess.top([], interval=1.0, cgroup=topcg, extra=extra) \
-                    if extra is not None else None
+                stop = attach(sess, extra, topcg)
                 p = sess.spawn([SYSCALL_LOOP, "-n", str(args.iterations), "-r", "5"], cgroup=cg,
                                cpu=CLIENT_CPU, stdout=subprocess.PIPE)
                 out, _ = p.communicate(timeout=120)
-                if top:
-                    top.stop()
+                stop()
                 r = json.loads(out)
                 res[mode].append(r)
                 tw.log("  run %d %-9s: sock op %.0f ns, getppid %.0f ns"
@@ -175,7 +195,7 @@ def syscalls(args):
                       ("getppid_ns", "getppid() (no socket)")):
         a = statistics.median(r[key] for r in res["without"])
         row = [what, "%.0f" % a]
-        for mode in ("requests", "all"):
+        for mode in ("floor", "requests", "all"):
             # Rounds rotate, so pair each run with the same round's run
             # without top: the median of those differences cancels drift.
             d = statistics.median(w[key] - wo[key] for w, wo in zip(res[mode], res["without"]))
@@ -183,8 +203,10 @@ def syscalls(args):
         rows.append(row)
     table("(c) cost per syscall, tight loop on CPU %d, %d rotating runs each "
           "(each run: median of 5 x %d iterations)" % (CLIENT_CPU, args.runs, args.iterations),
-          ["operation", "ns without top", "added: top --no-contention", "",
-           "added: top (all sensors)", ""], rows)
+          ["operation", "ns without top", "added: floor (empty progs)", "",
+           "added: top --no-contention", "", "added: top (all sensors)", ""], rows)
+    print("floor = empty BPF programs on sock_recv_length, sock_send_length and sk_data_ready:\n"
+          "what any program on those hooks costs here before doing any work.")
 
 
 SECTIONS = {"accuracy": accuracy, "overhead": overhead, "syscalls": syscalls}
