@@ -45,8 +45,11 @@ static void add_u64(struct json_object *o, const char *k, uint64_t v)
 
 static struct json_object *outbound_json(const struct qos_sample *s)
 {
-	struct json_object *o = json_object_new_object();
+	struct json_object *o;
 
+	if (!s->outbound_on)
+		return NULL; /* JSON null: not measured (top --outbound) */
+	o = json_object_new_object();
 	if (!o)
 		return NULL;
 	add_u64(o, "requests", s->out_requests);

@@ -24,6 +24,7 @@ struct sensor_opts {
 	uint32_t max_cgroups; /* cgroup table size */
 	uint64_t quiet_ns;    /* a reply send after this much quiet is not the same reply */
 	uint64_t max_span_ns; /* longer spans are dropped and counted */
+	bool outbound;        /* also time this host's own outbound requests */
 };
 
 #define SENSOR_OPTS_DEFAULT                                                   \
@@ -45,6 +46,7 @@ struct qos_sample {
 	uint64_t out_requests, out_bytes_in, out_bytes_out;
 	uint64_t spans_dropped;
 	struct hist latency, ttfb, outbound;
+	bool outbound_on;     /* out_* and outbound were measured (sensor_opts.outbound) */
 };
 
 struct sensor;

@@ -122,6 +122,7 @@ static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum 
 	skel->rodata->quiet_ns = o->quiet_ns;
 	skel->rodata->max_span_ns = o->max_span_ns;
 	skel->rodata->conns_by_addr = mode == SENSOR_MODE_SYSCALL;
+	skel->rodata->outbound = o->outbound;
 	/* Other modes keep connection state in socket storage instead. */
 	r = bpf_map__set_max_entries(skel->maps.tw_conns,
 				     mode == SENSOR_MODE_SYSCALL ? o->max_conns : 1);

@@ -88,9 +88,9 @@ def check_row(row, cg=None):
     check(abs(row["rps"] - n / row["interval_s"]) <= 0.01 * max(1, row["rps"]) + 0.5,
           "rps %.1f != requests/interval_s %.1f" % (row["rps"], n / row["interval_s"]))
     ob = row["outbound"]
-    check(isinstance(ob, dict) and "requests" in ob and "latency_us" in ob,
+    check(ob is None or (isinstance(ob, dict) and "requests" in ob and "latency_us" in ob),
           "outbound %r malformed" % ob)
-    if ob["requests"] == 0:
+    if ob is not None and ob["requests"] == 0:
         check(ob["latency_us"] is None, "outbound latency %r with 0 requests" % ob["latency_us"])
     check(isinstance(row["dropped"], dict) and
           all(k in row["dropped"] for k in ("spans", "conns", "cgroups")),
@@ -329,7 +329,7 @@ def test_two_cgroups(sess):
     ngx = sess.nginx(web, cpu=SERVER_CPU)
     rds = sess.redis(db, cpu=SERVER_CPU)
     duration = 3
-    top = sess.top([], interval=duration + 2.5, cgroup=top_cg)
+    top = sess.top([], interval=duration + 2.5, cgroup=top_cg, extra=["--outbound"])
     a = sess.loadgen("http", ngx.port, 2000, duration, cpu=CLIENT_CPU, cgroup=cli_web,
                      background=True)
     b = sess.loadgen("redis", rds.port, 2000, duration, cpu=CLIENT_CPU, cgroup=cli_db,
@@ -353,6 +353,12 @@ def test_two_cgroups(sess):
     ob = {cg.name: tw.total([r["outbound"] for r in top.rows(cg)]) for cg in (cli_web, cli_db)}
     info("outbound requests seen from the client cgroups: %s (clients completed %d, %d)"
          % (ob, ra["completed"], rb["completed"]))
+    # --outbound: each client cgroup's own requests, timed as outbound.
+    compare_count("client-web outbound", ob["client-web"], ra["completed"])
+    compare_count("client-cache outbound", ob["client-cache"], rb["completed"])
+    for cg in (web, db):
+        check(all(r["outbound"] is not None for r in top.rows(cg)),
+              "outbound null with --outbound")
     return "nginx: client %d / inferred %d; redis: client %d / inferred %d; outbound %s" % (
         ra["completed"], nw, rb["completed"], nd, ob)
 
@@ -388,6 +394,8 @@ def test_idle(sess):
               % (r["bytes_in"], r["bytes_out"], r["conns_open"]))
         check(abs(r["interval_s"] - interval) <= 0.2 * interval,
               "interval_s %.3f, asked for %.1f" % (r["interval_s"], interval))
+        check(r["outbound"] is None, "outbound %r without --outbound (not measured: null)"
+              % r["outbound"])
     ts = [r["ts"] for r in rows]
     check(ts == sorted(ts), "ts not increasing: %r" % ts)
     first = top.objects[0][0] - top.t_ready

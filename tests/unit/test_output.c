@@ -46,6 +46,7 @@ static void sample_fill(struct qos_sample *s)
 	hist_add(&s->ttfb, 80000, 500);
 	hist_add(&s->outbound, 1000000, 30);
 	hist_add(&s->outbound, 9000000, 10);
+	s->outbound_on = true;
 }
 
 static const struct sensor_drops drops = {
@@ -190,6 +191,7 @@ static void test_json_no_requests(void **state)
 	s.cgroup_id = 77;
 	s.interval_s = 1.0;
 	s.bytes_in = 10;
+	s.outbound_on = true;
 	line = render(&s, "/idle", &drops);
 	o = parse_line(line);
 	assert_int_equal(get_u64(o, "requests"), 0);
@@ -199,6 +201,25 @@ static void test_json_no_requests(void **state)
 	assert_int_equal(get_u64(get(o, "outbound"), "requests"), 0);
 	assert_null(get(get(o, "outbound"), "latency_us"));
 	assert_int_equal(get_u64(o, "bytes_in"), 10);
+	json_object_put(o);
+	free(line);
+}
+
+/* Without top --outbound, "outbound" is null: not measured, not zero. */
+static void test_json_outbound_off(void **state)
+{
+	struct qos_sample s;
+	struct json_object *o, *out = NULL;
+	char *line;
+
+	(void)state;
+	sample_fill(&s);
+	s.outbound_on = false;
+	line = render(&s, "/web", &drops);
+	o = parse_line(line);
+	assert_true(json_object_object_get_ex(o, "outbound", &out));
+	assert_null(out);
+	assert_int_equal(get_u64(o, "requests"), 1000);
 	json_object_put(o);
 	free(line);
 }
@@ -520,6 +541,7 @@ int main(void)
 		cmocka_unit_test(test_contention_json),
 		cmocka_unit_test(test_json_sample),
 		cmocka_unit_test(test_json_no_requests),
+		cmocka_unit_test(test_json_outbound_off),
 		cmocka_unit_test(test_json_null_path),
 		cmocka_unit_test(test_json_negative_conns),
 		cmocka_unit_test(test_json_large_id),
