@@ -88,8 +88,8 @@ static void help(void)
 	       "                        every TCP segment, every page fault)\n"
 	       "      --max-conns N     connection table size (default 262144)\n"
 	       "      --outbound        also time each cgroup's own outbound requests (this\n"
-	       "                        host as a client; costs ~3%% of a loopback server's\n"
-	       "                        throughput when its clients run on the same host)\n"
+	       "                        host as a client); off by default: it adds work on\n"
+	       "                        every client-side send, receive and data arrival\n"
 	       "  -h, --help            this text\n");
 }
 
