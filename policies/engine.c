@@ -75,8 +75,8 @@
 /*
  * A give-back that hurt (a cut is the knob's next move, within the windows
  * before the next give-back was due) makes the value before it a ceiling:
- * later give-backs stop there for BACKOFF_FIRST windows, then probe again; each probe that hurts again doubles the
- * wait, up to BACKOFF_MAX. Without it a hog whose harm starts between two
+ * later give-backs stop there for BACKOFF_FIRST windows, then probe again;
+ * each probe that hurts again doubles the wait, up to BACKOFF_MAX. Without it a hog whose harm starts between two
  * give-back steps is given back into a violation every ~9 windows; with it,
  * a handful of times an hour. The ceiling goes when the knob is home.
  */
@@ -492,7 +492,7 @@ static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const
 	const struct policy_range *r = range_of(&t->e->set->v[b], k);
 	struct knob_mem *m = &t->e->s[b].k[k];
 	double usage = t->e->s[b].usage, base = m->now, v;
-	char basis[64] = "", lo[24];
+	char basis[64] = "", lo[24], hurt[80] = "";
 
 	if (!cooled(m, DIR_PROTECT, t->now))
 		return;
@@ -518,7 +518,6 @@ static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const
 	    t->now <= m->last_ns + COOL_RELAX * m->last_window_ns + m->last_window_ns / 4) {
 		/* The last give-back hurt (within the windows before the next
 		 * was due): not that high again for a while. */
-		uint64_t w = window_of(&t->e->set->v[driver]);
 		char at[24];
 
 		m->backoff = m->backoff ? m->backoff * 2 : BACKOFF_FIRST;
@@ -526,15 +525,13 @@ static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const
 			m->backoff = BACKOFF_MAX;
 		/* The value before it held: the ceiling (the lowest such since home). */
 		m->ceiling = isnan(m->ceiling) ? m->before : fmin(m->ceiling, m->before);
-		m->ceiling_until_ns = t->now + m->backoff * w;
+		m->ceiling_until_ns = t->now + m->backoff * window_of(&t->e->set->v[driver]);
 		fmt_value(at, sizeof(at), k, m->ceiling);
-		change(t, b, k, v, DIR_PROTECT, driver, true,
-		       "%s%smultiplicative cut, floor %s; a give-back hurt: "
-		       "none above %s for %u windows", why, basis, lo, at, m->backoff);
-		return;
+		snprintf(hurt, sizeof(hurt), "; a give-back hurt: none above %s for %u windows",
+			 at, m->backoff);
 	}
-	change(t, b, k, v, DIR_PROTECT, driver, true, "%s%smultiplicative cut, floor %s", why,
-	       basis, lo);
+	change(t, b, k, v, DIR_PROTECT, driver, true, "%s%smultiplicative cut, floor %s%s", why,
+	       basis, lo, hurt);
 }
 
 /*
@@ -590,8 +587,9 @@ static bool give_back(struct tick *t, size_t b, enum knob_kind k, size_t driver,
 {
 	const struct policy_range *r = range_of(&t->e->set->v[b], k);
 	struct knob_mem *m = &t->e->s[b].k[k];
-	double top, step, v, was;
-	char span[48];
+	double top, step, v;
+	char span[48], cap[80] = "";
+	bool capped;
 
 	if (!movable(t->e, b, k) || !m->touched || !(m->now < m->home))
 		return false;
@@ -603,28 +601,23 @@ static bool give_back(struct tick *t, size_t b, enum knob_kind k, size_t driver,
 	if (v >= top)
 		v = m->home;
 	v = clamp_range(r, v);
-	was = m->now;
-	if (!isnan(m->ceiling) && t->now < m->ceiling_until_ns) {
+	capped = !isnan(m->ceiling) && t->now < m->ceiling_until_ns;
+	if (capped) {
 		/* No higher than the last value that held, until the back-off ends. */
+		char c[24];
+
 		v = fmin(v, m->ceiling);
 		if (!(v > m->now))
 			return true; /* held: what comes after waits too */
+		fmt_value(c, sizeof(c), k, m->ceiling);
+		snprintf(cap, sizeof(cap), ", no higher than %s until the back-off ends", c);
 	}
 	if (!(v > m->now))
 		return false;
 	fmt_value(span, sizeof(span), k, top);
-	if (!isnan(m->ceiling) && t->now < m->ceiling_until_ns) {
-		char c[24];
-
-		fmt_value(c, sizeof(c), k, m->ceiling);
-		change(t, b, k, v, DIR_RELAX, driver, false,
-		       "additive +10%% of the way back to %s, no higher than %s until the back-off ends",
-		       span, c);
-	} else {
-		change(t, b, k, v, DIR_RELAX, driver, false, "additive +10%% of the way back to %s",
-		       span);
-	}
-	m->before = was;
+	m->before = m->now; /* change() moves now to v */
+	change(t, b, k, v, DIR_RELAX, driver, false, "additive +10%% of the way back to %s%s",
+	       span, cap);
 	if (v >= m->home) {
 		m->ceiling = NAN; /* home: what hurt then is forgotten */
 		m->backoff = 0;
