@@ -48,7 +48,8 @@ struct top {
 	struct contention_snapshot *cprev, *cnow;
 	struct diag_slot *diags;
 	size_t ndiags;
-	double attached; /* CLOCK_MONOTONIC s when the sensor was attached */
+	struct sensor_snapshot *start; /* the maps when everything was attached */
+	double attached; /* CLOCK_MONOTONIC s of that snapshot */
 };
 
 struct row {
@@ -341,17 +342,18 @@ static void sleep_until(double t)
 
 static int loop(struct top *t)
 {
-	struct sensor_snapshot *prev = NULL, *now = NULL;
+	struct sensor_snapshot *prev = t->start, *now = NULL;
 	double last, next;
-	int r;
+	int r = 0;
 
 	/*
-	 * The maps count from the moment the sensor attached: the first
-	 * interval starts there (prev NULL), so nothing served while the
-	 * rest was set up is lost.
+	 * The first interval starts when every sensor is attached (setup()
+	 * read the maps then): loading the contention sensors takes a
+	 * tenth of a second or more, which must not count as part of it.
 	 */
+	t->start = NULL;
 	last = t->attached;
-	next = now_s(CLOCK_MONOTONIC) + t->interval;
+	next = last + t->interval;
 	for (long i = 0; !stop && (t->count == 0 || i < t->count); i++) {
 		struct sensor_drops d;
 		struct row *rows;
@@ -425,9 +427,14 @@ static int setup(struct top *t)
 	r = sensor_open(&t->sopts, &t->sensor, &why);
 	if (r)
 		return log_error("cannot start sensing: %s (%s)", why ? why : "unknown", strerror(-r)), r;
-	t->attached = now_s(CLOCK_MONOTONIC);
 	if (!t->no_contention)
 		open_contention(t);
+	r = sensor_read(t->sensor, &t->start);
+	if (!r && t->cont && contention_read(t->cont, &t->cprev))
+		t->cprev = NULL;
+	if (r)
+		return log_error_errno(r, "Failed to read the request sensor");
+	t->attached = now_s(CLOCK_MONOTONIC);
 	/* Last: scripts wait for this line to know the sensors are attached. */
 	log_info("sensing mode: %s (%s)", sensor_mode_name(sensor_mode(t->sensor)),
 		 sensor_mode_reason(t->sensor));
@@ -450,6 +457,7 @@ int cmd_top(int argc, char **argv)
 		signal(SIGPIPE, SIG_IGN);
 		r = loop(&t);
 	}
+	sensor_snapshot_free(t.start);
 	contention_snapshot_free(t.cprev);
 	contention_snapshot_free(t.cnow);
 	contention_free(t.cont);
