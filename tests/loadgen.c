@@ -1140,8 +1140,8 @@ static void write_dump(struct lg *lg)
 	}
 	setvbuf(f, NULL, _IOFBF, 1 << 20);
 	for (i = 0; i < lg->n_samples; i++)
-		fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 "\n", lg->lat[i],
-			lg->slat[i], lg->due[i]);
+		fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", lg->lat[i],
+			lg->slat[i], lg->due[i], lg->rxlat[i]);
 	if (fclose(f))
 		fprintf(stderr, "loadgen: --dump %s: %s\n", lg->o.dump,
 			strerror(errno));
@@ -1193,8 +1193,8 @@ static void usage(FILE *f)
 "                            soon as a reply is in; --rate is ignored\n"
 "  --dump FILE               one line per completed request:\n"
 "                            <latency_ns> <sched_latency_ns> <due_ns>\n"
-"                            (due_ns: when it was due, after the start\n"
-"                            the report's start_unix gives)\n");
+"                            <rx_latency_ns> (due_ns: when it was due,\n"
+"                            after the start the report's start_unix gives)\n");
 }
 
 static void bad_arg(const char *opt, const char *val, const char *why)
