@@ -94,7 +94,7 @@ tests: tailwarden $(UNIT_TESTS) $(TEST_TOOLS)
 # tests drive; installed only when missing.
 PACKAGES := clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev \
 	libcmocka-dev libcpupower-dev libinih-dev libsystemd-dev libclang-rt-dev pkg-config make python3 nginx-light redis-server redis-tools \
-	memcached wrk stress-ng fio
+	memcached wrk stress-ng fio gnuplot-nox
 deps:
 	$(Q)scripts/install-deps $(PACKAGES)
 
@@ -119,7 +119,7 @@ bench: deps
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS)
-	$(Q)scripts/demo
+	$(Q)scripts/demo $(if $(filter 1 yes,$(DRYRUN)),--dry-run)
 
 # libFuzzer over the policy and config parser (clang's sanitizer runtime:
 # libclang-rt-dev). `make fuzz FUZZ_SECONDS=600` for a real run; fuzz-short

@@ -145,6 +145,7 @@ struct opts {
 	double drain_s;
 	bool closed;
 	const char *dump;
+	const char *live;
 };
 
 struct proto_ops {
@@ -202,6 +203,12 @@ struct lg {
 	uint64_t *due;		/* when the request was due, ns after t0 */
 	size_t n_samples;
 	size_t cap_samples;
+
+	FILE *live;		/* --live: one line a second */
+	uint64_t next_live;	/* when the next line is due */
+	size_t live_from;	/* first sample not yet in a --live line */
+	uint64_t *live_tmp;
+	size_t live_cap;
 };
 
 static volatile sig_atomic_t stop_requested;
@@ -966,6 +973,8 @@ static uint64_t next_deadline(struct lg *lg)
 	if (lg->draining)
 		return min_u64(d, lg->drain_deadline);
 	d = min_u64(d, lg->t_end);
+	if (lg->live)
+		d = min_u64(d, lg->next_live);
 	if (!lg->o.closed && lg->next_due < lg->n_total)
 		d = min_u64(d, sched_at(lg, lg->next_due));
 	return d;
@@ -1022,6 +1031,46 @@ static void connect_all(struct lg *lg)
 	}
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * --live: each second, the requests completed in it, with the nearest-rank
+ * p50/p99 of their kernel receive latency, so a watcher (make demo) sees
+ * the service's latency while the run goes on.
+ */
+static void live_tick(struct lg *lg, uint64_t now)
+{
+	size_t n = lg->n_samples - lg->live_from;
+	double p50 = 0, p99 = 0;
+
+	if (n > lg->live_cap) {
+		lg->live_tmp = realloc(lg->live_tmp, n * sizeof(*lg->live_tmp));
+		if (!lg->live_tmp) {
+			fprintf(stderr, "loadgen: out of memory for --live\n");
+			exit(1);
+		}
+		lg->live_cap = n;
+	}
+	if (n) {
+		memcpy(lg->live_tmp, lg->rxlat + lg->live_from, n * sizeof(*lg->live_tmp));
+		qsort(lg->live_tmp, n, sizeof(*lg->live_tmp), cmp_u64);
+		p50 = lg->live_tmp[(n * 50 + 99) / 100 - 1] / 1e3;
+		p99 = lg->live_tmp[(n * 99 + 99) / 100 - 1] / 1e3;
+	}
+	fprintf(lg->live, "{\"unix\":%.3f,\"completed\":%zu,\"errors\":%" PRIu64
+		",\"rx_p50_us\":%.1f,\"rx_p99_us\":%.1f}\n",
+		realtime_ns() / 1e9, n, lg->errors, p50, p99);
+	fflush(lg->live);
+	lg->live_from = lg->n_samples;
+	while (lg->next_live <= now)
+		lg->next_live += NSEC_PER_SEC;
+}
+
 static void run_loop(struct lg *lg)
 {
 	uint64_t now, d;
@@ -1031,6 +1080,8 @@ static void run_loop(struct lg *lg)
 		if (stop_requested || now >= lg->hard_deadline)
 			return;
 		retry_down(lg, now);
+		if (lg->live && now >= lg->next_live)
+			live_tick(lg, now);
 		if (!lg->draining) {
 			/* Requests due before t_end still go out, even late. */
 			if (lg->o.closed)
@@ -1179,6 +1230,7 @@ static void usage(FILE *f)
 "usage: loadgen --proto http|redis|memcached --port P [--host 127.0.0.1]\n"
 "               --rate R --duration S [--conns C] [--path /] [--key foo]\n"
 "               [--max-outstanding-wait S] [--closed] [--dump FILE]\n"
+"               [--live FILE]\n"
 "\n"
 "  --rate R                  requests per second, open loop (request i is\n"
 "                            due at t0 + i/R)\n"
@@ -1194,7 +1246,10 @@ static void usage(FILE *f)
 "  --dump FILE               one line per completed request:\n"
 "                            <latency_ns> <sched_latency_ns> <due_ns>\n"
 "                            <rx_latency_ns> (due_ns: when it was due,\n"
-"                            after the start the report's start_unix gives)\n");
+"                            after the start the report's start_unix gives)\n"
+"  --live FILE               each second, a JSON line: the requests\n"
+"                            completed in it and their kernel-receive\n"
+"                            p50/p99 (rx_p50_us, rx_p99_us)\n");
 }
 
 static void bad_arg(const char *opt, const char *val, const char *why)
@@ -1265,6 +1320,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 		{ "max-outstanding-wait", required_argument, NULL, 'w' },
 		{ "closed", no_argument, NULL, 'C' },
 		{ "dump", required_argument, NULL, 'D' },
+		{ "live", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1330,6 +1386,9 @@ static void parse_args(struct opts *o, int argc, char **argv)
 			break;
 		case 'D':
 			o->dump = optarg;
+			break;
+		case 'L':
+			o->live = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -1487,6 +1546,21 @@ static void check_dump(const struct opts *o)
 	fclose(f);
 }
 
+static FILE *open_live(const struct opts *o)
+{
+	FILE *f;
+
+	if (!o->live)
+		return NULL;
+	f = fopen(o->live, "w");
+	if (!f) {
+		fprintf(stderr, "loadgen: invalid value '%s' for --live: %s\n",
+			o->live, strerror(errno));
+		exit(2);
+	}
+	return f;
+}
+
 static void close_all(struct lg *lg)
 {
 	int i;
@@ -1512,6 +1586,9 @@ static void free_all(struct lg *lg)
 	free(lg->rxlat);
 	free(lg->due);
 	free(lg->req);
+	free(lg->live_tmp);
+	if (lg->live)
+		fclose(lg->live);
 	close(lg->tfd);
 	close(lg->ep);
 }
@@ -1522,6 +1599,7 @@ int main(int argc, char **argv)
 
 	parse_args(&lg.o, argc, argv);
 	check_dump(&lg.o);
+	lg.live = open_live(&lg.o);
 	lg.ops = &proto_ops[lg.o.proto];
 	lg.t_start = now_ns();
 	lg.hard_deadline = lg.t_start +
@@ -1543,6 +1621,7 @@ int main(int argc, char **argv)
 	lg.t0 = now_ns();
 	lg.t0_unix = realtime_ns() / 1e9;
 	lg.t_end = lg.t0 + (uint64_t)(lg.o.duration * NSEC_PER_SEC);
+	lg.next_live = lg.t0 + NSEC_PER_SEC;
 	run_loop(&lg);
 	/* Requests still outstanding at the end timed out. */
 	lg.errors += lg.in_flight;
