@@ -34,7 +34,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop
 BENCH_TOOLS := $(OUTPUT)/tests/floor $(OUTPUT)/tests/floor.bpf.o
 
-.PHONY: all clean check unit integration deps bench demo tests install fuzz fuzz-short
+.PHONY: all clean check unit integration deps bench demo tests install uninstall fuzz fuzz-short
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -94,7 +94,7 @@ tests: tailwarden $(UNIT_TESTS) $(TEST_TOOLS)
 # tests drive; installed only when missing.
 PACKAGES := clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev \
 	libcmocka-dev libcpupower-dev libinih-dev libsystemd-dev libclang-rt-dev pkg-config make python3 nginx-light redis-server redis-tools \
-	memcached wrk stress-ng fio gnuplot-nox
+	memcached wrk stress-ng fio gnuplot-nox bash-completion groff-base man-db
 deps:
 	$(Q)scripts/install-deps $(PACKAGES)
 
@@ -106,6 +106,7 @@ integration: tailwarden $(TEST_TOOLS) $(OUTPUT)/tests/test_knob
 	$(Q)tests/integration/test_knobs
 	$(Q)tests/integration/test_control.py
 	$(Q)tests/integration/test_contention.py
+	$(Q)tests/integration/test_install.py
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory tests
@@ -144,12 +145,48 @@ fuzz: $(OUTPUT)/fuzz/fuzz_policy
 fuzz-short:
 	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
 
+# make install / make uninstall, with PREFIX and DESTDIR as usual. The
+# config goes to /etc/tailwarden only where none is there yet (an
+# administrator's file is never overwritten, and uninstall removes it only
+# when it is still the shipped one); the example policy goes to the docs,
+# not into policies.d, where it would be enforced.
 PREFIX ?= /usr/local
+SBINDIR ?= $(PREFIX)/sbin
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/tailwarden
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+MANPAGES := man/tailwarden.8 man/tailwarden.policy.5 man/tailwarden.conf.5
+DOCS := README.md $(wildcard docs/*.md)
+CONTRIB := $(wildcard contrib/prometheus/* contrib/grafana/*)
+
 install: tailwarden
-	install -D -m 0755 tailwarden $(DESTDIR)$(PREFIX)/sbin/tailwarden
-	install -D -m 0644 systemd/tailwarden.service $(DESTDIR)/etc/systemd/system/tailwarden.service
-	install -d -m 0755 $(DESTDIR)/etc/tailwarden/policies.d
-	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/tailwarden/README.md
+	install -D -m 0755 tailwarden $(DESTDIR)$(SBINDIR)/tailwarden
+	install -d -m 0755 $(DESTDIR)$(UNITDIR)
+	sed 's|/usr/local/sbin/|$(SBINDIR)/|g; s|/usr/local/share/doc/tailwarden|$(DOCDIR)|g' \
+		systemd/tailwarden.service > $(DESTDIR)$(UNITDIR)/tailwarden.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/tailwarden.service
+	install -d -m 0755 $(DESTDIR)$(SYSCONFDIR)/tailwarden/policies.d
+	test -e $(DESTDIR)$(SYSCONFDIR)/tailwarden/tailwarden.conf || \
+		install -m 0644 policies/tailwarden.conf.example $(DESTDIR)$(SYSCONFDIR)/tailwarden/tailwarden.conf
+	install -D -m 0644 man/tailwarden.8 $(DESTDIR)$(MANDIR)/man8/tailwarden.8
+	install -D -m 0644 man/tailwarden.policy.5 $(DESTDIR)$(MANDIR)/man5/tailwarden.policy.5
+	install -D -m 0644 man/tailwarden.conf.5 $(DESTDIR)$(MANDIR)/man5/tailwarden.conf.5
+	install -D -m 0644 contrib/bash-completion/tailwarden $(DESTDIR)$(COMPLETIONDIR)/tailwarden
+	install -d -m 0755 $(DESTDIR)$(DOCDIR)/examples
+	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	install -m 0644 policies/example.policy policies/tailwarden.conf.example $(DESTDIR)$(DOCDIR)/examples/
+	$(if $(CONTRIB),install -m 0644 $(CONTRIB) $(DESTDIR)$(DOCDIR)/examples/)
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/tailwarden $(DESTDIR)$(UNITDIR)/tailwarden.service \
+		$(DESTDIR)$(MANDIR)/man8/tailwarden.8 $(DESTDIR)$(MANDIR)/man5/tailwarden.policy.5 \
+		$(DESTDIR)$(MANDIR)/man5/tailwarden.conf.5 $(DESTDIR)$(COMPLETIONDIR)/tailwarden
+	rm -rf $(DESTDIR)$(DOCDIR)
+	! cmp -s policies/tailwarden.conf.example $(DESTDIR)$(SYSCONFDIR)/tailwarden/tailwarden.conf || \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/tailwarden/tailwarden.conf
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/tailwarden/policies.d $(DESTDIR)$(SYSCONFDIR)/tailwarden 2>/dev/null
 
 clean:
 	$(call msg,CLEAN)
