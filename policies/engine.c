@@ -10,7 +10,15 @@
  *                 multiplicatively, and give to the LC service;
  *   0 .. 0.2      hold: nothing moves (and nothing is given back);
  *   > 0.2         large slack: after 3 such windows in a row, give back
- *                 additively what was taken, and lower the frequency.
+ *                 what was taken step by step, and lower the frequency.
+ *
+ * A weight is cut in proportion to the miss (target/latency, between a
+ * half and an eighth: a p99 5x over its target cuts to a fifth at once,
+ * where halving needed three windows) and given back by at most a quarter
+ * of its value a step: the weight at which a hog starts to hurt is found
+ * from below in small steps, not overshot by +10 of 100 at weight 7.
+ * A quota, which costs throughput even when the service is idle, is cut
+ * by half and given back by a tenth of its range.
  *
  * The gap between the bands is the hysteresis: a latency wandering around
  * its target cuts until it holds, and never gives back, so it cannot flap.
@@ -31,7 +39,10 @@
  *   io                 -> BE io.weight; LC io.weight up
  *   lock, network, or the LC's own load (any resource)
  *                      -> no neighbour is throttled; an LC's own CPU load
- *                         may still get more cpu.max
+ *                         may still get more cpu.max. But when its own
+ *                         CPU load grew while best-effort services use
+ *                         CPU (BE_BUSY), the CPU it needs is theirs:
+ *                         the cpu route as above.
  *   frequency of the LC's CPUs rises whatever the diagnosis.
  *
  * Neighbours: every BE service of the set is a neighbour of every LC
@@ -57,9 +68,12 @@
 #define SLACK_FREQ_UP 0.05  /* below: LC frequency up */
 #define SLACK_GIVE 0.2      /* above: large slack */
 #define GIVE_WINDOWS 3      /* large-slack windows in a row before relaxing */
-#define CUT_FACTOR 0.5      /* a cut at most halves */
+#define CUT_FACTOR 0.5      /* a cut at most halves... */
+#define CUT_FACTOR_MIN 0.125 /* ...and a weight cut, scaled by target/latency, at most /8 */
 #define RAISE_FACTOR 2.0    /* a gift to an LC service at most doubles */
-#define GIVE_FRACTION 0.1   /* a give-back at most +10% of the knob's span */
+#define GIVE_FRACTION 0.1   /* a quota give-back at most +10% of the knob's span */
+#define GIVE_WEIGHT 1.25    /* a weight give-back at most +25% of its value */
+#define BE_BUSY 0.05        /* CPUs a BE service must use to count as taking CPU */
 /*
  * Cooldowns, in windows of the LC service whose verdict drove the change,
  * counted in time with a quarter window of tolerance: timers are late by
@@ -427,12 +441,23 @@ static void expire(struct engine *e, size_t i, uint64_t now)
 		 VERDICT_WINDOWS);
 }
 
+/* CPUs the best-effort services used lately (0 when unknown). */
+static double be_cpu_use(const struct engine *e)
+{
+	double sum = 0;
+
+	for (size_t b = 0; b < e->set->n; b++)
+		if (e->set->v[b].klass == POLICY_BEST_EFFORT && !isnan(e->s[b].usage))
+			sum += e->s[b].usage;
+	return sum;
+}
+
 /* The verdict of an LC service's window that ended now. */
 static void judge(struct engine *e, size_t i, const struct engine_input *in, uint64_t now)
 {
 	const struct policy *p = &e->set->v[i];
 	struct service_mem *s = &e->s[i];
-	char lat[24], tgt[24], pct[16];
+	char lat[24], tgt[24], pct[16], be_note[96];
 	const char *spare;
 
 	s->fresh = false;
@@ -466,6 +491,19 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 	s->streak = s->band == BAND_SLACK ? s->streak + 1 : 0;
 	s->route = route_of(in->diag, &spare);
 	describe_diag(s, in->diag);
+	if (in->diag && in->diag->cause == DIAG_CAUSE_LOAD && in->diag->dominant == DIAG_CPU) {
+		double busy = be_cpu_use(e);
+
+		if (busy >= BE_BUSY) {
+			/* Its own load grew, but the CPU it now needs is in use by
+			 * best-effort work: that is what they must yield. */
+			s->route |= ROUTE_CPU;
+			snprintf(be_note, sizeof(be_note),
+				 "its own load grew and best-effort services use %.0f%% of a CPU: taken from them",
+				 busy * 100);
+			spare = be_note;
+		}
+	}
 	fmt_ns(lat, sizeof(lat), in->latency_ns);
 	fmt_ns(tgt, sizeof(tgt), p->target_ns);
 	snprintf(pct, sizeof(pct), "p%g", p->percentile * 100);
@@ -491,8 +529,8 @@ static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const
 {
 	const struct policy_range *r = range_of(&t->e->set->v[b], k);
 	struct knob_mem *m = &t->e->s[b].k[k];
-	double usage = t->e->s[b].usage, base = m->now, v;
-	char basis[64] = "", lo[24], hurt[80] = "";
+	double usage = t->e->s[b].usage, base = m->now, v, factor;
+	char basis[64] = "", lo[24], hurt[80] = "", scaled[48] = "";
 
 	if (!cooled(m, DIR_PROTECT, t->now))
 		return;
@@ -510,7 +548,18 @@ static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const
 		}
 		m->scale = base;
 	}
-	v = clamp_range(r, round_toward(k, base * CUT_FACTOR, base));
+	factor = CUT_FACTOR;
+	if (k == KNOB_CPU_WEIGHT || k == KNOB_IO_WEIGHT) {
+		/* In proportion to the miss: latency 1 - slack times the target. */
+		double miss = 1 - t->e->s[driver].slack;
+
+		if (miss > 1 / CUT_FACTOR) {
+			factor = fmax(CUT_FACTOR_MIN, 1 / miss);
+			snprintf(scaled, sizeof(scaled), " \u00d7%.2f (%s %.1fx its target)", factor,
+				 "latency", miss);
+		}
+	}
+	v = clamp_range(r, round_toward(k, base * factor, base));
 	if (!(v < m->now))
 		return;
 	fmt_value(lo, sizeof(lo), k, r->lo);
@@ -530,8 +579,8 @@ static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const
 		snprintf(hurt, sizeof(hurt), "; a give-back hurt: none above %s for %u windows",
 			 at, m->backoff);
 	}
-	change(t, b, k, v, DIR_PROTECT, driver, true, "%s%smultiplicative cut, floor %s%s", why,
-	       basis, lo, hurt);
+	change(t, b, k, v, DIR_PROTECT, driver, true, "%s%smultiplicative cut%s, floor %s%s", why,
+	       basis, scaled, lo, hurt);
 }
 
 /*
@@ -588,7 +637,7 @@ static bool give_back(struct tick *t, size_t b, enum knob_kind k, size_t driver,
 	const struct policy_range *r = range_of(&t->e->set->v[b], k);
 	struct knob_mem *m = &t->e->s[b].k[k];
 	double top, step, v;
-	char span[48], cap[80] = "";
+	char span[48], cap[80] = "", rule[32];
 	bool capped;
 
 	if (!movable(t->e, b, k) || !m->touched || !(m->now < m->home))
@@ -596,7 +645,13 @@ static bool give_back(struct tick *t, size_t b, enum knob_kind k, size_t driver,
 	if (!cooled(m, DIR_RELAX, t->now))
 		return true; /* still on its way home: what comes after waits */
 	top = isfinite(m->home) ? m->home : !isnan(m->scale) ? fmax(m->scale, r->lo) : fmax(1, r->lo);
-	step = fmax(GIVE_FRACTION * (top - r->lo), knob_unit(k));
+	if (k == KNOB_CPU_QUOTA) {
+		step = fmax(GIVE_FRACTION * (top - r->lo), knob_unit(k));
+		snprintf(rule, sizeof(rule), "additive +10%%");
+	} else {
+		step = fmax((GIVE_WEIGHT - 1) * m->now, knob_unit(k));
+		snprintf(rule, sizeof(rule), "multiplicative +25%%");
+	}
 	v = round_toward(k, m->now + step, m->now);
 	if (v >= top)
 		v = m->home;
@@ -616,8 +671,7 @@ static bool give_back(struct tick *t, size_t b, enum knob_kind k, size_t driver,
 		return false;
 	fmt_value(span, sizeof(span), k, top);
 	m->before = m->now; /* change() moves now to v */
-	change(t, b, k, v, DIR_RELAX, driver, false, "additive +10%% of the way back to %s%s",
-	       span, cap);
+	change(t, b, k, v, DIR_RELAX, driver, false, "%s, on the way back to %s%s", rule, span, cap);
 	if (v >= m->home) {
 		m->ceiling = NAN; /* home: what hurt then is forgotten */
 		m->backoff = 0;
@@ -725,8 +779,10 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 	uint64_t window = 0;
 	int relax;
 
-	for (size_t i = 0; i < set->n; i++) {
+	/* Every service's usage is known before any verdict routes a cut. */
+	for (size_t i = 0; i < set->n; i++)
 		observe(e, i, &in[i]);
+	for (size_t i = 0; i < set->n; i++) {
 		judge(e, i, &in[i], now_ns);
 		any |= e->s[i].fresh;
 	}

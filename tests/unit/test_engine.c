@@ -219,7 +219,7 @@ static void test_quota_from_max_halves_use(void **state)
 	assert_true(isnan(f->in[1].knob[KNOB_IO_WEIGHT]));
 }
 
-/* Sustained slack gives back additively, up to the bound and no further. */
+/* Sustained slack gives a weight back by quarters, up to the bound and no further. */
 static void test_gives_back_to_bound(void **state)
 {
 	struct fx *f = *state;
@@ -239,18 +239,20 @@ static void test_gives_back_to_bound(void **state)
 			continue;
 		assert_int_equal(f->n, 1);
 		assert_true(f->acts[0].new_value > f->acts[0].old_value);
-		assert_true(f->acts[0].new_value - f->acts[0].old_value <= 9);
+		assert_true(f->acts[0].new_value <= 1.25 * f->acts[0].old_value ||
+			    f->acts[0].new_value == 100);
 		if (!gives++) {
 			/* 3 windows of slack, and 4 since the last cut. */
 			assert_true(f->now - last_cut >= 4 * SEC);
 			assert_string_equal(f->acts[0].reason,
 					    "web p99 1ms <= target 2ms (slack 0.50, 4 windows above 0.20); "
-					    "give back batch cpu.weight 10 -> 19 (additive +10% of the way "
-					    "back to 100)");
+					    "give back batch cpu.weight 10 -> 12 (multiplicative +25%, on the "
+					    "way back to 100)");
 		}
 		prev = f->acts[0].new_value;
 	}
-	assert_int_equal(gives, 10);
+	/* 10 12 15 18 22 27 33 41 51 63 78 97 100 */
+	assert_int_equal(gives, 12);
 	assert_true(prev == 100);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
 	assert_string_equal(engine_verdict(f->e, 0),
@@ -394,7 +396,7 @@ static void test_too_few_requests(void **state)
 static void test_cooldown(void **state)
 {
 	struct fx *f = *state;
-	uint64_t t_cut[8], t_give[16];
+	uint64_t t_cut[8], t_give[20];
 	int cuts = 0, gives = 0;
 
 	f->pol[1].cpu_quota.set = false;
@@ -418,7 +420,7 @@ static void test_cooldown(void **state)
 		if (run_tick(f))
 			t_give[gives++] = f->now;
 	}
-	assert_int_equal(gives, 10);
+	assert_int_equal(gives, 12);
 	assert_true(t_give[0] - t_cut[cuts - 1] == 8 * SEC);
 	for (int i = 1; i < gives; i++)
 		assert_true(t_give[i] - t_give[i - 1] == 4 * SEC);
@@ -456,10 +458,10 @@ static void test_protect_after_give_back(void **state)
 		if (f->n)
 			t_give = f->now;
 	}
-	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 59);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 62);
 	assert_int_equal(window(f, 3, 1000, NULL), 1);
 	assert_true(f->now - t_give == SEC);
-	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 30);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 31);
 }
 
 /* A plant: batch's cpu.weight above 55 makes web miss its 2 ms target. */
@@ -515,7 +517,7 @@ static void test_give_back_that_hurt_backs_off(void **state)
 		window(f, plant(f), 1000, NULL);
 	assert_non_null(find(f, 1, KNOB_CPU_WEIGHT));
 	assert_non_null(strstr(find(f, 1, KNOB_CPU_WEIGHT)->reason,
-			       "; a give-back hurt: none above 48 for 256 windows)"));
+			       "; a give-back hurt: none above 47 for 256 windows)"));
 
 	/* The hog goes away: the weight goes home and the back-off is forgotten. */
 	for (int i = 0; i < 600 && f->in[1].knob[KNOB_CPU_WEIGHT] < 100; i++)
@@ -593,6 +595,58 @@ static void test_own_load_raises_own_quota(void **state)
 	assert_int_equal(window(f, 3, 1000, &d), 0);
 	assert_true(f->in[0].knob[KNOB_CPU_WEIGHT] == 100);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+}
+
+/*
+ * Its own load grew while best-effort work uses CPU on the host: the CPU it
+ * needs is theirs, so their weight is cut (and its own quota raised).
+ * Measured: nginx's load doubling beside a hog at weight 13 was diagnosed
+ * cpu/load, and 30 s of violations went by without a cut.
+ */
+static void test_own_load_with_busy_neighbours(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_LOAD);
+
+	f->in[1].cpu_usage = 0.3;
+	start(f);
+	assert_int_equal(window(f, 3, 1000, &d), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
+	assert_string_equal(engine_verdict(f->e, 0),
+			    "violation: web p99 3ms > target 2ms (slack -0.50); diagnosis cpu/load "
+			    "(runq_delay_us.p99 \u00d79.3); its own load grew and best-effort services "
+			    "use 30% of a CPU: taken from them");
+	/* Idle neighbours (below 5% of a CPU) are spared as before. */
+	f->in[1].cpu_usage = 0.01;
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	engine_free(f->e);
+	start(f);
+	assert_int_equal(window(f, 3, 1000, &d), 0);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+}
+
+/* A weight is cut in proportion to the miss: 5x over the target cuts to a fifth. */
+static void test_weight_cut_scales_with_the_miss(void **state)
+{
+	struct fx *f = *state;
+
+	f->pol[1].cpu_weight = range(1, 100);
+	start(f);
+	assert_int_equal(window(f, 10, 1000, NULL), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 20);
+	assert_string_equal(f->acts[0].reason,
+			    "web p99 10ms > target 2ms (slack -4.00); no diagnosis: CPU knobs on slack "
+			    "alone; cut batch cpu.weight 100 -> 20 (multiplicative cut \u00d70.20 (latency "
+			    "5.0x its target), floor 1)");
+	/* At most an eighth at once, however far over. */
+	assert_int_equal(window(f, 500, 1000, NULL), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 3);
+	/* The quota still only halves: max -> half its use of 1 CPU. */
+	f->in[1].cpu_usage = 1;
+	for (int i = 0; i < 2; i++)
+		window(f, 500, 1000, NULL);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 1);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.5, 1e-9);
 }
 
 /* An I/O diagnosis cuts io.weight, not the CPU knobs; memory goes to the quota. */
@@ -831,12 +885,15 @@ static void check_action(const struct fx *f, struct prop *pr, const struct actio
 		dir > 0 ? pr->raises++ : pr->lowers++;
 	} else {
 		assert_true(a->knob != KNOB_CPU_FREQ);
+		/* A quota cut at most halves; a weight cut at most divides by 8. */
 		if (dir < 0 && isfinite(old) && old <= r->hi)
-			assert_true(new >= old / 2 - 1e-9);
+			assert_true(new >= old / (a->knob == KNOB_CPU_QUOTA ? 2 : 8) - 1e-9);
 		if (dir > 0) {
 			assert_true(new <= home);
-			if (isfinite(r->hi))
+			if (a->knob == KNOB_CPU_QUOTA && isfinite(r->hi))
 				assert_true(new - old <= 0.1 * (r->hi - r->lo) + 1);
+			if (a->knob != KNOB_CPU_QUOTA)
+				assert_true(new <= 1.25 * old + 1 || new == home);
 		}
 		dir < 0 ? pr->cuts++ : pr->gives++;
 	}
@@ -951,6 +1008,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_protect_after_give_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock_and_load_spare_neighbours, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_load_raises_own_quota, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_load_with_busy_neighbours, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_weight_cut_scales_with_the_miss, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_io_and_memory_routes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_latency_critical_never_throttled, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overridden_knob_left_alone, setup, teardown),

@@ -1,0 +1,260 @@
+"""A co-location rig shared by `make demo` and the co-location benchmark.
+
+A latency-critical nginx (cgroup "web", CPU 0) under open-loop load from CPU
+1, best-effort work beside it on CPU 0: a CPU hog (stress-ng, cgroup
+"batch") and a disk reader (fio, cgroup "scan"), and `tailwarden run` with a
+policy for each. Latency references are the client's kernel receive times
+(loadgen's rx latency), never the client's own wake-up.
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+
+import twtest as tw
+
+SERVER_CPU, CLIENT_CPU = 0, 1
+PERIOD = "500ms"
+# Calibration: (offered req/s, stress-ng --cpu workers), tried in order until
+# the hog raises nginx's p99 `separation`-fold (hosts of this kind differ by 10x).
+SETTINGS = ((8000, 2), (8000, 4), (4000, 4), (12000, 4))
+
+
+def readf(path, default=None):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def fmt_us(us):
+    if us is None:
+        return "-"
+    return "%.0fus" % us if us < 1000 else "%.2fms" % (us / 1000)
+
+
+def pct(values, q):
+    """Nearest-rank percentile (as loadgen computes it); None when empty."""
+    if not values:
+        return None
+    v = sorted(values)
+    return v[max(0, -(-len(v) * q // 100) - 1)]
+
+
+def read_dump(path, start_unix):
+    """(unix time the request was due, kernel-receive latency in us) from loadgen --dump."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            _, _, due_ns, rx_ns = line.split()
+            out.append((start_unix + int(due_ns) / 1e9, int(rx_ns) / 1e3))
+    return out
+
+
+def per_second(reqs, t0, seconds):
+    """p99 (us) of the requests due in each second [t0+s, t0+s+1)."""
+    buckets = [[] for _ in range(seconds)]
+    for t, lat in reqs:
+        s = int(t - t0)
+        if 0 <= s < seconds:
+            buckets[s].append(lat)
+    return [pct(b, 99) for b in buckets]
+
+
+class Rig:
+    """The cgroups, the server, the antagonists and tailwarden of one session."""
+
+    def __init__(self, sess, workdir):
+        self.sess, self.dir = sess, workdir
+        self.web = sess.cgroup("web")
+        self.batch = sess.cgroup("batch")
+        self.scan = sess.cgroup("scan")
+        self.nginx = sess.nginx(self.web, cpu=SERVER_CPU)
+        self.rate, self.hogs = SETTINGS[0]
+        self.hog = self.fio = self.tw = None
+        self.fio_data = os.path.join(tw.REPO, ".output", "colo-fio.data")
+
+    def cpu_ns(self, cg):
+        return int(readf(os.path.join(tw.CGROUP_FS, "cpuacct", cg.rel.lstrip("/"), "cpuacct.usage"),
+                         "0"))
+
+    # -- antagonists -----------------------------------------------------------
+    def start_hog(self, seconds=600):
+        """stress-ng --cpu in batch on the server's CPU; ends by itself after `seconds`."""
+        self.hog_out = os.path.join(self.dir, "stress-ng.out")
+        self.hog = self.sess.spawn(["stress-ng", "--cpu", str(self.hogs), "--timeout",
+                                    "%ds" % seconds, "--metrics-brief"],
+                                   cgroup=self.batch, cpu=SERVER_CPU,
+                                   stdout=open(self.hog_out, "w"), stderr=subprocess.STDOUT)
+
+    def hog_bogo_ops(self, timeout=30):
+        """Wait for a hog started with a timeout; its bogo ops per second (real time)."""
+        self.hog.wait(timeout)
+        self.hog = None
+        m = re.search(r"\bcpu\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+([\d.]+)", readf(self.hog_out, ""))
+        return float(m.group(3)) if m else None
+
+    def stop_hog(self):
+        if self.hog:
+            self.sess.kill_cgroup(self.batch)
+            self.hog.wait(5)
+            self.hog = None
+
+    def start_fio(self, seconds=600):
+        """Direct 4 KiB random reads, 16 deep, from a file on the real disk (not /tmp,
+        which may be memory): the page cache cannot absorb them."""
+        self.fio_out = os.path.join(self.dir, "fio.json")
+        self.fio = self.sess.spawn(["fio", "--name=scan", "--filename=" + self.fio_data,
+                                    "--size=512M", "--rw=randread", "--bs=4k", "--direct=1",
+                                    "--ioengine=libaio", "--iodepth=16", "--time_based",
+                                    "--runtime=%d" % seconds, "--output-format=json",
+                                    "--output=" + self.fio_out],
+                                   cgroup=self.scan, cpu=SERVER_CPU,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def fio_mbps(self, timeout=60):
+        """Wait for a fio started with a runtime; its read MB/s."""
+        self.fio.wait(timeout)
+        self.fio = None
+        try:
+            with open(self.fio_out) as f:
+                j = json.load(f)
+            return j["jobs"][0]["read"]["bw_bytes"] / 1e6
+        except (OSError, ValueError, KeyError, IndexError):
+            return None
+
+    def stop_fio(self):
+        if self.fio:
+            self.sess.kill_cgroup(self.scan)
+            self.fio.wait(5)
+            self.fio = None
+
+    def layout_fio(self):
+        """Write fio's data file once, outside any measured phase."""
+        if not os.path.exists(self.fio_data) or os.path.getsize(self.fio_data) < 512 << 20:
+            subprocess.run(["fio", "--name=layout", "--filename=" + self.fio_data, "--size=512M",
+                            "--rw=write", "--bs=1M", "--output=/dev/null"], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
+
+    def remove_fio_data(self):
+        try:
+            os.unlink(self.fio_data)
+        except OSError:
+            pass
+
+    # -- measurement -------------------------------------------------------------
+    def p99(self, seconds, rate=None):
+        r = self.sess.loadgen("http", self.nginx.port, rate or self.rate, seconds, cpu=CLIENT_CPU)
+        if r["errors"] or not r["completed"]:
+            raise tw.SetupError("loadgen errors: %s" % r)
+        return r["rx_latency_us"]["p99"]
+
+    def calibrate(self, separation, probe_s, say):
+        """Pick a rate and hog size at which the hog clearly hurts, and a target between.
+
+        Tries SETTINGS in order (probe_s alone, probe_s beside the hog) and keeps
+        the first whose hog raises p99 `separation`-fold, else the strongest.
+        Returns (alone p99, beside-hog p99, the hog's CPU share uncontrolled,
+        separated?)."""
+        best = None
+        for rate, hogs in SETTINGS:
+            self.rate, self.hogs = rate, hogs
+            alone = self.p99(probe_s)
+            self.start_hog()
+            time.sleep(0.5)
+            u0, t0 = self.cpu_ns(self.batch), time.monotonic()
+            hog = self.p99(probe_s)
+            share = (self.cpu_ns(self.batch) - u0) / 1e9 / (time.monotonic() - t0)
+            self.stop_hog()
+            say("  %5d req/s, %d hog workers: p99 %s alone, %s beside the hog (hog had %.0f%% of "
+                "CPU %d)" % (rate, hogs, fmt_us(alone), fmt_us(hog), 100 * share, SERVER_CPU))
+            if best is None or hog / alone > best[2] / best[1]:
+                best = (rate, alone, hog, hogs, share)
+            if hog >= separation * alone:
+                break
+        rate, alone, hog, hogs, share = best
+        self.rate, self.hogs = rate, hogs
+        self.target = int(max((alone * hog) ** 0.5, 3 * alone))
+        return alone, hog, share, hog >= separation * alone
+
+    # -- tailwarden --------------------------------------------------------------
+    def write_config(self, tag="tw", target=None, dry_run=False):
+        d = os.path.join(self.dir, tag)
+        pol = os.path.join(d, "policies")
+        os.makedirs(pol, exist_ok=True)
+        files = {
+            "web.policy": "[Service]\nCgroup=%s\nClass=latency-critical\n[Objective]\n"
+                          "Percentile=99\nTarget=%dus\nMinRequests=200\nWindow=1s\n"
+                          % (self.web.rel, target or self.target),
+            "batch.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n"
+                            "CPUWeight=1..100\nCPUQuota=5%%..max\n" % self.batch.rel,
+            "scan.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n"
+                           "CPUWeight=1..100\nCPUQuota=5%%..max\nIOWeight=10..100\n" % self.scan.rel,
+        }
+        for name, text in files.items():
+            with open(os.path.join(pol, name), "w") as f:
+                f.write(text)
+        self.decisions = os.path.join(d, "decisions.jsonl")
+        if os.path.exists(self.decisions):
+            os.unlink(self.decisions)
+        self.conf = os.path.join(d, "tailwarden.conf")
+        with open(self.conf, "w") as f:
+            f.write("[Controller]\nPeriod=%s\nStateDir=%s\nDecisionLog=%s\nDryRun=%s\n"
+                    % (PERIOD, os.path.join(d, "state"), self.decisions,
+                       "yes" if dry_run else "no"))
+        self.policies = pol
+        return pol
+
+    def start_tailwarden(self, extra=()):
+        self.runlog = os.path.join(os.path.dirname(self.conf), "run.log")
+        argv = [tw.TAILWARDEN, "run", "--config", self.conf, "--policies", self.policies] + list(extra)
+        self.tw = self.sess.spawn(argv, stdout=open(self.runlog, "w"), stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while "running:" not in (readf(self.runlog) or ""):
+            if self.tw.poll() is not None or time.monotonic() > deadline:
+                raise tw.SetupError("tailwarden run did not start: %s" % readf(self.runlog))
+            time.sleep(0.1)
+
+    def stop_tailwarden(self):
+        if self.tw:
+            rc = self.sess.stop(self.tw, signal.SIGTERM, timeout=15)
+            self.tw = None
+            return rc
+        return None
+
+    def decisions_list(self):
+        text = readf(self.decisions, "") or ""
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def knob_files(self):
+        """Each best-effort cgroup's CPU knob files as they are now."""
+        out = {}
+        for name, cg in (("batch", self.batch), ("scan", self.scan)):
+            cpu = os.path.join(tw.CGROUP_FS, "cpu", cg.rel.lstrip("/"))
+            out[name] = {f: readf(os.path.join(cpu, f))
+                         for f in ("cpu.shares", "cpu.cfs_quota_us", "cpu.cfs_period_us")}
+        return out
+
+    def set_static(self, shares, quota_us, period_us=100000):
+        """A hand-set split on batch and scan (the static arm); returns the originals."""
+        orig = self.knob_files()
+        for cg in (self.batch, self.scan):
+            cpu = os.path.join(tw.CGROUP_FS, "cpu", cg.rel.lstrip("/"))
+            with open(os.path.join(cpu, "cpu.shares"), "w") as f:
+                f.write(str(shares))
+            with open(os.path.join(cpu, "cpu.cfs_period_us"), "w") as f:
+                f.write(str(period_us))
+            with open(os.path.join(cpu, "cpu.cfs_quota_us"), "w") as f:
+                f.write(str(quota_us))
+        return orig
+
+    def restore_files(self, orig):
+        for name, cg in (("batch", self.batch), ("scan", self.scan)):
+            cpu = os.path.join(tw.CGROUP_FS, "cpu", cg.rel.lstrip("/"))
+            for f in ("cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.shares"):
+                with open(os.path.join(cpu, f), "w") as fh:
+                    fh.write(orig[name][f])
