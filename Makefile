@@ -117,6 +117,7 @@ check: deps
 bench: deps
 	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS) $(BENCH_TOOLS)
 	$(Q)tests/bench/run
+	$(Q)tests/bench/colocation.py
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS)
