@@ -12,9 +12,11 @@
  *   > 0.2         large slack: after 3 such windows in a row, give back
  *                 what was taken step by step, and lower the frequency.
  *
- * A weight is cut in proportion to the miss (target/latency, between a
- * half and an eighth: a p99 5x over its target cuts to a fifth at once,
- * where halving needed three windows) and given back by at most a quarter
+ * A weight is cut by the square of the miss: to 2 (target/latency)^2 of
+ * itself, at most a half (up to 2x over) and at least a sixteenth. A p99
+ * 3x over its target cuts to 22% at once, where halving needed three
+ * windows: the wake-up wait behind a hog falls faster than linearly with
+ * its weight. It is given back by at most a quarter
  * of its value a step: the weight at which a hog starts to hurt is found
  * from below in small steps, not overshot by +10 of 100 at weight 7.
  * A quota, which costs throughput even when the service is idle, is cut
@@ -69,7 +71,7 @@
 #define SLACK_GIVE 0.2      /* above: large slack */
 #define GIVE_WINDOWS 3      /* large-slack windows in a row before relaxing */
 #define CUT_FACTOR 0.5      /* a cut at most halves... */
-#define CUT_FACTOR_MIN 0.125 /* ...and a weight cut, scaled by target/latency, at most /8 */
+#define CUT_FACTOR_MIN 0.0625 /* ...a weight cut, 2 (target/latency)^2, at most /16 */
 #define RAISE_FACTOR 2.0    /* a gift to an LC service at most doubles */
 #define GIVE_FRACTION 0.1   /* a quota give-back at most +10% of the knob's span */
 #define GIVE_WEIGHT 1.25    /* a weight give-back at most +25% of its value */
@@ -550,11 +552,11 @@ static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const
 	}
 	factor = CUT_FACTOR;
 	if (k == KNOB_CPU_WEIGHT || k == KNOB_IO_WEIGHT) {
-		/* In proportion to the miss: latency 1 - slack times the target. */
+		/* By the square of the miss: latency is 1 - slack times the target. */
 		double miss = 1 - t->e->s[driver].slack;
 
-		if (miss > 1 / CUT_FACTOR) {
-			factor = fmax(CUT_FACTOR_MIN, 1 / miss);
+		if (miss > 2) {
+			factor = fmax(CUT_FACTOR_MIN, 2 / (miss * miss));
 			snprintf(scaled, sizeof(scaled), " \u00d7%.2f (%s %.1fx its target)", factor,
 				 "latency", miss);
 		}

@@ -625,26 +625,32 @@ static void test_own_load_with_busy_neighbours(void **state)
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
 }
 
-/* A weight is cut in proportion to the miss: 5x over the target cuts to a fifth. */
+/* A weight is cut by the square of the miss: 3x over the target cuts to 2/9. */
 static void test_weight_cut_scales_with_the_miss(void **state)
 {
 	struct fx *f = *state;
 
 	f->pol[1].cpu_weight = range(1, 100);
 	start(f);
-	assert_int_equal(window(f, 10, 1000, NULL), 1);
-	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 20);
+	assert_int_equal(window(f, 6, 1000, NULL), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 23);
 	assert_string_equal(f->acts[0].reason,
-			    "web p99 10ms > target 2ms (slack -4.00); no diagnosis: CPU knobs on slack "
-			    "alone; cut batch cpu.weight 100 -> 20 (multiplicative cut \u00d70.20 (latency "
-			    "5.0x its target), floor 1)");
-	/* At most an eighth at once, however far over. */
+			    "web p99 6ms > target 2ms (slack -2.00); no diagnosis: CPU knobs on slack "
+			    "alone; cut batch cpu.weight 100 -> 23 (multiplicative cut \u00d70.22 (latency "
+			    "3.0x its target), floor 1)");
+	/* Up to 2x the target, halving; at most a sixteenth at once, however far over. */
+	assert_int_equal(window(f, 2.5, 1000, NULL), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 12);
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	engine_free(f->e);
+	start(f);
 	assert_int_equal(window(f, 500, 1000, NULL), 1);
-	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 3);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 7);
+	assert_int_equal(window(f, 500, 1000, NULL), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 1);
 	/* The quota still only halves: max -> half its use of 1 CPU. */
 	f->in[1].cpu_usage = 1;
-	for (int i = 0; i < 2; i++)
-		window(f, 500, 1000, NULL);
+	window(f, 500, 1000, NULL);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 1);
 	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.5, 1e-9);
 }
@@ -885,9 +891,9 @@ static void check_action(const struct fx *f, struct prop *pr, const struct actio
 		dir > 0 ? pr->raises++ : pr->lowers++;
 	} else {
 		assert_true(a->knob != KNOB_CPU_FREQ);
-		/* A quota cut at most halves; a weight cut at most divides by 8. */
+		/* A quota cut at most halves; a weight cut at most divides by 16. */
 		if (dir < 0 && isfinite(old) && old <= r->hi)
-			assert_true(new >= old / (a->knob == KNOB_CPU_QUOTA ? 2 : 8) - 1e-9);
+			assert_true(new >= old / (a->knob == KNOB_CPU_QUOTA ? 2 : 16) - 1e-9);
 		if (dir > 0) {
 			assert_true(new <= home);
 			if (a->knob == KNOB_CPU_QUOTA && isfinite(r->hi))
