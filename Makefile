@@ -106,6 +106,7 @@ integration: tailwarden $(TEST_TOOLS) $(OUTPUT)/tests/test_knob
 	$(Q)tests/integration/test_knobs
 	$(Q)tests/integration/test_control.py
 	$(Q)tests/integration/test_contention.py
+	$(Q)tests/integration/test_faults.py
 	$(Q)tests/integration/test_install.py
 
 check: deps
