@@ -474,7 +474,7 @@ static void test_long_line_and_nul(void **state)
 	static const char *const want[] = {
 		"web.policy:4: line too long (over 4096 bytes)",
 		"web.policy:5: NUL byte in line",
-		"web.policy:6: unknown key 'Bogus' in [Service]; expected Cgroup= or Class=",
+		"web.policy:6: unknown key 'Bogus' in [Service]; expected Cgroup=, Unit= or Class=",
 		NULL,
 	};
 	struct policy_errors errs = { 0 };
