@@ -415,9 +415,9 @@ def occupancy(pid):
                                          capture_output=True, text=True).stdout or "{}")
         name = show.get("name", "")
         if name in CG_MAPS and name not in out:
-            dump = subprocess.run(["bpftool", "map", "dump", "id", mid], capture_output=True, text=True).stdout
-            m = re.search(r"Found (\d+) elements?", dump)
-            out[name] = int(m.group(1)) if m else 0
+            dump = subprocess.run(["bpftool", "-j", "map", "dump", "id", mid],
+                                  capture_output=True, text=True).stdout
+            out[name] = len(json.loads(dump or "[]"))
     return out
 
 
@@ -454,7 +454,7 @@ def churn(sess, parent, n, port_srv):
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.01)
+                    time.sleep(0.001)
 
 
 def test_churn():
