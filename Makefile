@@ -95,7 +95,8 @@ tests: tailwarden $(UNIT_TESTS) $(TEST_TOOLS)
 # tests drive; installed only when missing.
 PACKAGES := clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev \
 	libcmocka-dev libcpupower-dev libinih-dev libsystemd-dev libclang-rt-dev pkg-config make python3 nginx-light redis-server redis-tools \
-	memcached wrk stress-ng fio gnuplot-nox bash-completion groff-base man-db
+	memcached wrk stress-ng fio gnuplot-nox bash-completion groff-base man-db \
+	systemd dbus-user-session
 deps:
 	$(Q)scripts/install-deps $(PACKAGES)
 
@@ -108,6 +109,7 @@ integration: tailwarden $(TEST_TOOLS) $(OUTPUT)/tests/test_knob
 	$(Q)tests/integration/test_control.py
 	$(Q)tests/integration/test_contention.py
 	$(Q)tests/integration/test_install.py
+	$(Q)tests/integration/test_systemd.py
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory tests

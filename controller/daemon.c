@@ -27,7 +27,8 @@ static int on_watchdog(sd_event_source *src, uint64_t usec, void *userdata)
 {
 	struct daemon_watchdog *w = userdata;
 
-	if (usec - w->last_tick <= w->max_age) {
+	/* usec is when the timer was due: a tick may have completed since. */
+	if (usec <= w->last_tick || usec - w->last_tick <= w->max_age) {
 		sd_notify(0, "WATCHDOG=1");
 		w->stale_logged = false;
 	} else if (!w->stale_logged) {

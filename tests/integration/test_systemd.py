@@ -33,6 +33,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
@@ -119,7 +120,11 @@ class UserManager:
     def __init__(self, sess):
         self.sess = sess
         self.cg = sess.cgroup("manager")
-        self.rt = sess.tmpdir("xdg")
+        # Not under /tmp: a unit with PrivateTmp= must still reach the
+        # manager's notify socket and bus in $XDG_RUNTIME_DIR.
+        os.makedirs(tw.OUTPUT, exist_ok=True)
+        self.rt = tempfile.mkdtemp(prefix="xdg-%d-" % os.getpid(), dir=tw.OUTPUT)
+        sess.tmpdirs.append(self.rt)
         os.chmod(self.rt, 0o700)
         cfg = sess.tmpdir("xdgcfg")
         os.makedirs(os.path.join(cfg, "systemd"))
@@ -334,6 +339,123 @@ def test_unit_policy():
                 "restart followed after web %.2f s, batch %.2f s; restored %s"
                 % (w, q, now_files["cpu.shares"], now_files["cpu.cfs_quota_us"], follow["web"],
                    follow["batch"], after_props))
+
+
+# What a user manager cannot apply, or what points elsewhere in a test: see unit_copy().
+WATCHDOG_TEST_S = 3
+
+
+def unit_copy(path, state, conf, log):
+    """The shipped unit with test paths; returns (text, what was changed and why)."""
+    with open(UNIT_FILE) as f:
+        text = f.read()
+    changes = []
+    text = text.replace("ExecStart=/usr/local/sbin/tailwarden run",
+                        "ExecStart=%s run --config %s" % (tw.TAILWARDEN, conf))
+    text = text.replace("ExecStopPost=/usr/local/sbin/tailwarden restore",
+                        "ExecStopPost=%s restore --state-dir %s" % (tw.TAILWARDEN, state))
+    # /run/tailwarden is the system manager's RuntimeDirectory=; a user
+    # manager's is under $XDG_RUNTIME_DIR, so the state goes to a test dir.
+    text = text.replace("/run/tailwarden", state)
+    changes.append("state in a test directory instead of /run/tailwarden")
+    # Both fail with 226/NAMESPACE in a user manager here, even on a unit that
+    # runs /bin/true with that one option (the rest of the hardening passes).
+    for opt in ("ProtectKernelLogs", "ProtectHome"):
+        text = re.sub(r"(?m)^%s=.*$" % opt, "", text)
+    changes.append("ProtectKernelLogs= and ProtectHome= dropped: 226/NAMESPACE in this user manager, "
+                   "even alone on /bin/true")
+    text = re.sub(r"(?m)^WatchdogSec=.*$", "WatchdogSec=%ds" % WATCHDOG_TEST_S, text)
+    changes.append("WatchdogSec=%ds (10s) to keep the test short" % WATCHDOG_TEST_S)
+    # No journald in a test's user manager: the log goes to a file.
+    text = text.replace("[Service]\n", "[Service]\nStandardOutput=append:%s\nStandardError=append:%s\n"
+                        % (log, log), 1)
+    changes.append("stdout/stderr to a file (no journald)")
+    with open(path, "w") as f:
+        f.write(text)
+    return changes
+
+
+def test_notify_unit():
+    """tailwarden.service in a user manager: READY only once attached, writes under the hardening,
+    the watchdog restarts a stalled loop, stop restores every knob."""
+    with tw.Session(HIERARCHIES, tag="notify") as sess:
+        um = UserManager(sess)
+        web = sess.cgroup("web")
+        batch = sess.cgroup("batch")
+        nginx = sess.nginx(web, cpu=SERVER_CPU)
+        sess.spawn(["stress-ng", "--cpu", "1", "--timeout", "300", "-q"], cgroup=batch, cpu=SERVER_CPU)
+        files = {"cpu.shares": v1(batch.rel, "cpu", "cpu.shares"),
+                 "cpu.cfs_quota_us": v1(batch.rel, "cpu", "cpu.cfs_quota_us")}
+        orig = snapshot(files)
+        # PrivateTmp= and ProtectSystem=strict: the test's files live in the tree, read-only to it.
+        d = os.path.join(tw.OUTPUT, "tw-unit-%d" % os.getpid())
+        os.makedirs(d, exist_ok=True)
+        sess.tmpdirs.append(d)
+        pol = os.path.join(d, "policies")
+        write_policy(pol, "web", LC_BODY % ("Cgroup=" + web.rel))
+        write_policy(pol, "batch", BE_BODY % ("Cgroup=" + batch.rel))
+        state = os.path.join(d, "state")
+        conf = os.path.join(d, "tailwarden.conf")
+        write_config(conf, state, "PoliciesDir=%s\n" % pol)
+        logpath = os.path.join(d, "tw.log")
+        log = LogFile(logpath)
+        changes = unit_copy(os.path.join(um.units, "tw.service"), state, conf, logpath)
+        um.systemctl("daemon-reload")
+        lg = load(sess, nginx.port, 120)
+
+        um.systemctl("start", "--no-block", "tw.service")
+        seen, t0 = [], time.monotonic()
+        while True:
+            st = um.show("tw.service", "ActiveState")["ActiveState"]
+            if not seen or seen[-1] != st:
+                seen.append(st)
+                if st == "active":
+                    attached = "running:" in log.text()
+            if st in ("active", "failed") or time.monotonic() - t0 > 30:
+                break
+            time.sleep(0.02)
+        ready_s = time.monotonic() - t0
+        check(seen[-1] == "active", "tw.service went %s: %s %s" % (seen, log.text()[-800:], um.log.text()[-800:]))
+        check("activating" in seen, "never seen activating before active: %s" % seen)
+        check(attached, "active before the sensors were attached: %s" % log.text())
+        log.wait_for(r"cpu/\S+/batch/cpu.shares: ", 20)
+        log.wait_for(r"cpu/\S+/batch/cpu.cfs_quota_us: ", 40)
+        changed = snapshot(files)
+        check(changed["cpu.shares"] != orig["cpu.shares"] and changed["cpu.cfs_quota_us"] != orig["cpu.cfs_quota_us"],
+              "knobs not changed under the hardened unit: %s -> %s" % (orig, changed))
+        check("failed to set" not in log.text(), "a write failed under the hardening: %s" % log.text()[-800:])
+        um.systemctl("stop", "tw.service")
+        check(snapshot(files) == orig, "after stop %s, originally %s" % (snapshot(files), orig))
+
+        # The watchdog: a loop that hangs (test hook) is killed and restarted.
+        dropin = os.path.join(um.units, "tw.service.d")
+        os.makedirs(dropin, exist_ok=True)
+        with open(os.path.join(dropin, "stall.conf"), "w") as f:
+            f.write("[Service]\nEnvironment=TAILWARDEN_TEST_STALL_AFTER_TICKS=8\n")
+        um.systemctl("daemon-reload")
+        t1 = time.monotonic()
+        um.systemctl("start", "tw.service")
+        log.wait_for(r"cpu/\S+/batch/cpu.shares: ", 10, after=t1)
+        t_hang, _ = log.wait_for(r"test fault injection: tick \d+ hangs now", 20, after=t1)
+        # Between the kill and the restart (RestartSec=2s) the unit says why it died.
+        deadline = time.monotonic() + 30
+        results = set()
+        while True:
+            st = um.show("tw.service", "NRestarts", "Result")
+            results.add(st["Result"])
+            if int(st["NRestarts"] or 0) >= 1:
+                break
+            check(time.monotonic() < deadline, "no restart after the loop hung: results %s" % results)
+            time.sleep(0.1)
+        t_restart = time.monotonic()
+        check("watchdog" in results, "the unit was not stopped by the watchdog: results %s" % results)
+        um.systemctl("stop", "tw.service")
+        check(snapshot(files) == orig, "after the watchdog and stop %s, originally %s" % (snapshot(files), orig))
+        lg.proc.kill()
+        return ("states %s, active %.2f s after start (after 'running:'); writes %s -> %s under the "
+                "hardening; hung loop restarted %.1f s after it hung (WatchdogSec=%ds); restored; test copy: %s"
+                % ("->".join(seen), ready_s, orig, changed, t_restart - t_hang, WATCHDOG_TEST_S,
+                   "; ".join(changes)))
 
 
 def test_cgroup_recreate():
@@ -561,6 +683,7 @@ TESTS = [
     ("no_bus", test_no_bus),
     ("cgroup_recreate", test_cgroup_recreate),
     ("unit_policy", test_unit_policy),
+    ("notify_unit", test_notify_unit),
     ("churn", test_churn),
 ]
 
