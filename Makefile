@@ -25,9 +25,10 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c sensing/diagnosis.c sensing/contention.c
+SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c sensing/diagnosis.c sensing/contention.c sensing/reap.c
 CONTROLLER := controller/run.c controller/manager.c controller/top.c controller/output.c controller/log.c \
-	controller/knob.c controller/cpufreq.c controller/knob_state.c controller/restore.c controller/check.c
+	controller/knob.c controller/cpufreq.c controller/knob_state.c controller/restore.c controller/check.c \
+	controller/unit.c controller/daemon.c
 POLICIES := policies/action.c policies/engine.c policies/policy.c policies/parse.c policies/units.c
 LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(SENSING) $(CONTROLLER) $(POLICIES))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -94,7 +95,8 @@ tests: tailwarden $(UNIT_TESTS) $(TEST_TOOLS)
 # tests drive; installed only when missing.
 PACKAGES := clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev \
 	libcmocka-dev libcpupower-dev libinih-dev libsystemd-dev libclang-rt-dev pkg-config make python3 nginx-light redis-server redis-tools \
-	memcached wrk stress-ng fio gnuplot-nox bash-completion groff-base man-db
+	memcached wrk stress-ng fio gnuplot-nox bash-completion groff-base man-db \
+	systemd dbus-user-session
 deps:
 	$(Q)scripts/install-deps $(PACKAGES)
 
@@ -108,6 +110,7 @@ integration: tailwarden $(TEST_TOOLS) $(OUTPUT)/tests/test_knob
 	$(Q)tests/integration/test_contention.py
 	$(Q)tests/integration/test_faults.py
 	$(Q)tests/integration/test_install.py
+	$(Q)tests/integration/test_systemd.py
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory tests
