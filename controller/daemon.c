@@ -126,3 +126,21 @@ void daemon_test_stall(uint64_t ticks_done)
 	for (;;)
 		pause();
 }
+
+int daemon_load_config(const char *path, const char *dflt, struct tw_config **cfg)
+{
+	struct policy_errors errs = { 0 };
+	int r;
+
+	if (!path && dflt && access(dflt, F_OK) == 0)
+		path = dflt;
+	r = config_load(path, cfg, &errs);
+	if (r == -EINVAL) {
+		daemon_log_errors(&errs);
+		log_error("%s is invalid", path);
+	} else if (r) {
+		log_error_errno(r, "Failed to read %s", path ? path : "the default config");
+	}
+	policy_errors_clear(&errs);
+	return r;
+}

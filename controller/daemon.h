@@ -38,6 +38,13 @@ void daemon_notify_ready(const char *status);
 void daemon_log_errors(const struct policy_errors *errs);
 
 /*
+ * The main config at path, or at dflt when path is NULL and dflt exists,
+ * else the built-in defaults. Errors are logged (FILE:LINE each). 0,
+ * -EINVAL (invalid) or -errno.
+ */
+int daemon_load_config(const char *path, const char *dflt, struct tw_config **cfg);
+
+/*
  * Test-only fault injection: with $TAILWARDEN_TEST_STALL_AFTER_TICKS=N the
  * control loop hangs for good in its (N+1)-th tick, so that tests can see
  * the watchdog catch it. Never set it anywhere else.

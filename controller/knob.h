@@ -53,6 +53,14 @@ const char *knob_path(const struct knobs *k, enum knob_kind kind);
 struct knob_state;
 
 /*
+ * The state directory, checked (create: made first when missing, mode
+ * 0700, parents 0755). It must be a real directory owned by root and not
+ * writable by group or others: its file says which files get written back.
+ * 0; -ENOENT (missing, !create); -ELOOP, -ENOTDIR or -EPERM with *why in
+ * words ("is a symbolic link"); -errno.
+ */
+int knob_state_dir(const char *dir, bool create, const char **why);
+/*
  * Open the state file in dir, loading what a previous run left there (so a
  * restart after a crash keeps the true originals). The directory is created
  * at the first record. 0, -EBADMSG (unreadable state file) or -errno.

@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <math.h>
@@ -142,6 +143,41 @@ static int mkdir_p(const char *dir)
 	}
 }
 
+int knob_state_dir(const char *dir, bool create, const char **why)
+{
+	struct stat st;
+	int r;
+
+	*why = NULL;
+	if (lstat(dir, &st) < 0) {
+		if (errno != ENOENT || !create)
+			return -errno;
+		/* Parents as any directory, the state directory itself private. */
+		r = mkdir_p(dir);
+		if (r < 0)
+			return r;
+		if (chmod(dir, 0700) < 0 || lstat(dir, &st) < 0)
+			return -errno;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		*why = "is a symbolic link";
+		return -ELOOP;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		*why = "is not a directory";
+		return -ENOTDIR;
+	}
+	if (st.st_uid != 0) {
+		*why = "is not owned by root";
+		return -EPERM;
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		*why = "is writable by group or others";
+		return -EPERM;
+	}
+	return 0;
+}
+
 static int fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
@@ -174,7 +210,7 @@ static int write_all(int fd, const char *buf, size_t len)
 static int save(struct knob_state *s)
 {
 	struct json_object *root;
-	const char *text;
+	const char *text, *why;
 	char *tmp = NULL;
 	int fd = -1, r;
 
@@ -183,7 +219,7 @@ static int save(struct knob_state *s)
 			return errno == ENOENT ? 0 : -errno;
 		return fsync_dir(s->dir);
 	}
-	r = mkdir_p(s->dir);
+	r = knob_state_dir(s->dir, true, &why);
 	if (r)
 		return r;
 	root = json_object_new_object();

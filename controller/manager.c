@@ -734,8 +734,17 @@ static int open_sensors(struct manager *m)
 
 static int open_outputs(struct manager *m)
 {
+	const char *why;
 	int r;
 
+	/* Made here on a fresh host (a unit's RuntimeDirectory= is not needed). */
+	r = knob_state_dir(m->cfg->state_dir, true, &why);
+	if (r && why)
+		return log_error_errno(r, "Refusing the state directory %s: it %s", m->cfg->state_dir,
+				       why);
+	if (r)
+		return log_error_errno(r, "Failed to create the state directory %s",
+				       m->cfg->state_dir);
 	if (m->o.dry_run)
 		log_notice("dry-run: decisions are logged, nothing is written");
 	else if ((r = knob_state_open(m->cfg->state_dir, &m->state)))

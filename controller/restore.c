@@ -4,11 +4,15 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include "commands.h"
+#include "daemon.h"
 #include "knob.h"
 #include "log.h"
+#include "policy.h"
 
-#define DEFAULT_STATE_DIR "/run/tailwarden"
+#define DEFAULT_CONFIG "/etc/tailwarden/tailwarden.conf"
 
 static void help(void)
 {
@@ -18,7 +22,10 @@ static void help(void)
 	       "killed with SIGKILL. Says what it restored; exit status 0 also when\n"
 	       "there was nothing to restore, 1 when something could not be restored\n"
 	       "(the state file then keeps only that). Must run as root.\n\n"
-	       "      --state-dir DIR   where the state file is (default " DEFAULT_STATE_DIR ")\n"
+	       "      --config FILE     main config, as for run: its StateDir= is where the\n"
+	       "                        state file is (default " DEFAULT_CONFIG "\n"
+	       "                        if present, else /run/tailwarden)\n"
+	       "      --state-dir DIR   the state directory, whatever the config says\n"
 	       "  -h, --help            this text\n");
 }
 
@@ -28,32 +35,23 @@ static void print_line(void *userdata, const char *line)
 	printf("  %s\n", line);
 }
 
-int cmd_restore(int argc, char **argv)
+static int restore_dir(const char *dir)
 {
-	static const struct option opts[] = {
-		{ "state-dir", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
-	const char *dir = DEFAULT_STATE_DIR;
 	struct knob_state *s;
-	int c, r;
+	const char *why;
+	int r;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			dir = optarg;
-			break;
-		case 'h':
-			help();
-			return 0;
-		default:
-			log_error("try 'tailwarden restore --help'");
-			return 1;
-		}
+	r = knob_state_dir(dir, false, &why);
+	if (r == -ENOENT) {
+		printf("nothing to restore: %s does not exist\n", dir);
+		return 0;
 	}
-	if (optind < argc) {
-		log_error("unexpected argument '%s'; try 'tailwarden restore --help'", argv[optind]);
+	if (r && why) {
+		log_error("refusing the state directory %s: it %s; not touching anything", dir, why);
+		return 1;
+	}
+	if (r) {
+		log_error_errno(r, "Failed to read the state directory %s", dir);
 		return 1;
 	}
 	r = knob_state_open(dir, &s);
@@ -77,4 +75,47 @@ int cmd_restore(int argc, char **argv)
 	else
 		printf("restored %d knob(s) recorded in %s/state.json\n", r, dir);
 	return 0;
+}
+
+int cmd_restore(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "state-dir", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	const char *dir = NULL, *config = NULL;
+	struct tw_config *cfg = NULL;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 's':
+			dir = optarg;
+			break;
+		case 'h':
+			help();
+			return 0;
+		default:
+			log_error("try 'tailwarden restore --help'");
+			return 1;
+		}
+	}
+	if (optind < argc) {
+		log_error("unexpected argument '%s'; try 'tailwarden restore --help'", argv[optind]);
+		return 1;
+	}
+	if (!dir) {
+		/* The same config as run's, so that a custom StateDir= is found. */
+		if (daemon_load_config(config, DEFAULT_CONFIG, &cfg))
+			return 1;
+		dir = cfg->state_dir;
+	}
+	r = restore_dir(dir);
+	config_free(cfg);
+	return r;
 }

@@ -30,24 +30,6 @@ static void help(void)
 	       "  -h, --help            this text\n");
 }
 
-static int load_config(const char *path, struct tw_config **cfg)
-{
-	struct policy_errors errs = { 0 };
-	int r;
-
-	if (!path && access(DEFAULT_CONFIG, F_OK) == 0)
-		path = DEFAULT_CONFIG;
-	r = config_load(path, cfg, &errs);
-	if (r == -EINVAL) {
-		daemon_log_errors(&errs);
-		log_error("refusing to start: %s is invalid", path);
-	} else if (r) {
-		log_error_errno(r, "Failed to read %s", path ? path : "the default config");
-	}
-	policy_errors_clear(&errs);
-	return r;
-}
-
 int cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -84,8 +66,10 @@ int cmd_run(int argc, char **argv)
 		log_error("must run as root (BPF sensors and cgroup knobs)");
 		return 1;
 	}
-	if (load_config(config, &o.cfg))
+	if (daemon_load_config(config, DEFAULT_CONFIG, &o.cfg)) {
+		log_error("refusing to start");
 		return 1;
+	}
 	o.dry_run = o.dry_run || o.cfg->dry_run;
 	o.policy_paths = policies ? &policies : &o.cfg->policies_dir;
 	o.n_policy_paths = 1;

@@ -14,7 +14,9 @@ test and "N passed, N failed, N skipped"; exits 1 when a test failed).
 
 import json
 import os
+import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -311,7 +313,8 @@ def test_crash_restore():
         rig.stop_hog()
         check(changed != orig, "nothing was changed before the crash")
         check(snapshot(files) == changed, "knobs changed after kill -9?")
-        r = subprocess.run([tw.TAILWARDEN, "restore", "--state-dir", rig.state],
+        # The same config as run's: its StateDir= is found (as the unit's ExecStopPost= needs).
+        r = subprocess.run([tw.TAILWARDEN, "restore", "--config", rig.conf],
                            capture_output=True, text=True, timeout=30)
         check(r.returncode == 0, "restore exited %d: %s" % (r.returncode, r.stderr))
         check(snapshot(files) == orig, "after restore %s, originally %s" % (snapshot(files), orig))
@@ -345,11 +348,85 @@ def test_bad_policy():
         return "refused with %s:9; bad reload kept the old set" % os.path.basename(bad)
 
 
+RUN_DIR = "/run/tailwarden"
+
+
+def test_fresh_host():
+    """No /run/tailwarden, only --policies: run (and --dry-run) make it, act, restore; unsafe dirs refused."""
+    aside = None
+    if os.path.lexists(RUN_DIR):
+        aside = "%s.test-aside-%d" % (RUN_DIR, os.getpid())
+        os.rename(RUN_DIR, aside)
+    try:
+        with tw.Session(("unified", "cpu", "cpuacct"), tag="fresh") as sess:
+            rig = Rig(sess)
+            files = knob_files(rig.batch)
+            orig = snapshot(files)
+            pol = rig.write_policies(50)        # a target nginx misses beside the hog
+            rig.start_hog()
+            seen = {}
+            for dry in (True, False):
+                argv = [tw.TAILWARDEN, "run", "--policies", pol] + (["--dry-run"] if dry else [])
+                log = open(os.path.join(rig.dir, "fresh-%s.log" % dry), "w+")
+                p = sess.spawn(argv, stdout=log, stderr=subprocess.STDOUT)
+                lg = sess.loadgen("http", rig.nginx.port, rig.rate, 6, cpu=CLIENT_CPU,
+                                  background=True)
+                time.sleep(4)
+                during = snapshot(files)
+                lg.result(timeout=40)
+                check(p.poll() is None, "run%s exited %s on a fresh host: %s"
+                      % (" --dry-run" if dry else "", p.returncode, open(log.name).read()))
+                st = os.lstat(RUN_DIR)
+                check(stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o700
+                      and st.st_uid == 0, "%s: mode %o uid %d" % (RUN_DIR, st.st_mode, st.st_uid))
+                decisions = os.path.join(RUN_DIR, "decisions.jsonl")
+                n = sum(1 for _ in open(decisions)) if os.path.exists(decisions) else 0
+                sess.stop(p, signal.SIGTERM, timeout=15)
+                check(p.returncode == 0, "exit %s after SIGTERM" % p.returncode)
+                check(snapshot(files) == orig, "not restored: %s, originally %s"
+                      % (snapshot(files), orig))
+                if dry:
+                    check(during == orig, "--dry-run changed a file: %s" % during)
+                else:
+                    check(during != orig, "run changed nothing on a fresh host")
+                check(n > 0, "no decision logged in %s" % decisions)
+                seen["dry" if dry else "live"] = n
+                shutil.rmtree(RUN_DIR)
+            rig.stop_hog()
+            # An unsafe state directory is refused before anything is touched.
+            refused = []
+            for make, why in ((lambda: os.makedirs(RUN_DIR, mode=0o777) or os.chmod(RUN_DIR, 0o777),
+                               "writable by group or others"),
+                              (lambda: os.symlink(rig.dir, RUN_DIR), "symbolic link")):
+                make()
+                r = subprocess.run([tw.TAILWARDEN, "run", "--policies", pol], capture_output=True,
+                                   text=True, timeout=60)
+                check(r.returncode == 1 and why in r.stderr,
+                      "an unsafe %s was not refused (%s): %s" % (RUN_DIR, why, r.stderr))
+                check(snapshot(files) == orig, "files changed by a refused start")
+                refused.append(why)
+                if os.path.islink(RUN_DIR):
+                    os.unlink(RUN_DIR)
+                else:
+                    shutil.rmtree(RUN_DIR)
+            return ("%s made 0700; dry-run logged %d decisions and wrote nothing, run %d and "
+                    "restored; refused a directory %s" % (RUN_DIR, seen["dry"], seen["live"],
+                                                         " and a ".join(refused)))
+    finally:
+        if os.path.islink(RUN_DIR):
+            os.unlink(RUN_DIR)
+        elif os.path.exists(RUN_DIR):
+            shutil.rmtree(RUN_DIR)
+        if aside:
+            os.rename(aside, RUN_DIR)
+
+
 TESTS = [
     ("closed_loop", test_closed_loop),
     ("dry_run", test_dry_run),
     ("crash_restore", test_crash_restore),
     ("bad_policy", test_bad_policy),
+    ("fresh_host", test_fresh_host),
 ]
 
 
