@@ -35,7 +35,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop
 BENCH_TOOLS := $(OUTPUT)/tests/floor $(OUTPUT)/tests/floor.bpf.o
 
-.PHONY: all clean check unit integration deps bench demo tests install uninstall fuzz fuzz-short
+.PHONY: all clean check unit integration deps bench demo soak tests install uninstall fuzz fuzz-short
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -122,6 +122,12 @@ bench: deps
 	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS) $(BENCH_TOOLS)
 	$(Q)tests/bench/run
 	$(Q)tests/bench/colocation.py
+
+# Not in make check: 10 minutes of cgroups created and removed 20 times a
+# second under traffic; RSS and map occupancy must stay flat.
+soak: deps
+	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS)
+	$(Q)tests/soak/soak.py
 
 demo: deps
 	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS)
