@@ -25,9 +25,10 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c sensing/diagnosis.c sensing/contention.c
+SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c sensing/diagnosis.c sensing/contention.c sensing/reap.c
 CONTROLLER := controller/run.c controller/manager.c controller/top.c controller/output.c controller/log.c \
-	controller/knob.c controller/cpufreq.c controller/knob_state.c controller/restore.c controller/check.c
+	controller/knob.c controller/cpufreq.c controller/knob_state.c controller/restore.c controller/check.c \
+	controller/unit.c controller/daemon.c
 POLICIES := policies/action.c policies/engine.c policies/policy.c policies/parse.c policies/units.c
 LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(SENSING) $(CONTROLLER) $(POLICIES))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))

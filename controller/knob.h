@@ -11,6 +11,7 @@
 #define TW_KNOB_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "action.h"
 
 struct knobs;
@@ -72,6 +73,26 @@ int knob_state_record(struct knob_state *s, const char *cgroup_base, const char 
  */
 int knob_state_forget(struct knob_state *s, const char *cgroup_base, const char *rel,
 		      enum knob_kind kind);
+/*
+ * Unit= knobs: record the unit's property as it is now (raw, as
+ * unit_get() read it) before our first SetUnitProperties; a restore sets
+ * it back on the same bus (address as unit_bus_address() gave it). rel is
+ * the unit's cgroup then, for people. 0 or -errno.
+ */
+int knob_state_record_unit(struct knob_state *s, const char *bus_address, const char *unit,
+			   const char *cgroup_base, const char *rel, enum knob_kind kind,
+			   double original, uint64_t raw);
+int knob_state_forget_unit(struct knob_state *s, const char *unit, enum knob_kind kind);
+/*
+ * A service's cgroup was replaced by a new one (a restart): its records
+ * (all but the frequency's, which belongs to the CPUs) no longer describe
+ * it. Those of a unit are restored first (its runtime properties outlive
+ * the restart); those of a plain cgroup are dropped (the new cgroup starts
+ * from the kernel's defaults). unit NULL for a plain cgroup. The number of
+ * records dropped, or -errno of the first failure (the rest still tried).
+ */
+int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *rel,
+		     const char *unit);
 /*
  * Restore every recorded original and remove the state file. Returns the
  * number restored, or -errno of the first failure (the rest still tried;

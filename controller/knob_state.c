@@ -15,7 +15,16 @@
  *                  "snapshot": { "cpus": [ { "cpu": 0, "max_khz": 2000000 } ] } } ] }
  *
  * "original" is in canonical units ("max" for no quota), for people; the
- * snapshot is what is written back, byte for byte.
+ * snapshot is what is written back, byte for byte. A Unit= policy's knobs
+ * are the unit's properties instead; their record names the unit, and the
+ * snapshot the property and the bus it is set back on:
+ *
+ *                { ..., "knob": "cpu.weight", "unit": "web.service",
+ *                  "snapshot": { "unit": "web.service", "property": "CPUWeight",
+ *                                "value": 18446744073709551615,
+ *                                "bus": "unix:path=/run/dbus/system_bus_socket" } }
+ *
+ * (UINT64_MAX is systemd's "not set", which a restore sets back too.)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +38,7 @@
 #include <unistd.h>
 #include "knob.h"
 #include "log.h"
+#include "unit.h"
 
 #define STATE_FILE "state.json"
 #define STATE_VERSION 1
@@ -218,6 +228,8 @@ static int find(const struct knob_state *s, const char *base, const char *rel, e
 	for (size_t i = 0; i < json_object_array_length(s->knobs); i++) {
 		struct json_object *e = json_object_array_get_idx(s->knobs, i);
 
+		if (str_of(e, "unit"))
+			continue;
 		if (!strcmp(str_of(e, "cgroup_base"), base) && !strcmp(str_of(e, "cgroup"), rel) &&
 		    !strcmp(str_of(e, "knob"), knob_kind_name(kind)))
 			return i;
@@ -284,11 +296,151 @@ int knob_state_forget(struct knob_state *s, const char *cgroup_base, const char 
 	return save(s);
 }
 
+static int find_unit(const struct knob_state *s, const char *unit, enum knob_kind kind)
+{
+	for (size_t i = 0; i < json_object_array_length(s->knobs); i++) {
+		struct json_object *e = json_object_array_get_idx(s->knobs, i);
+		const char *u = str_of(e, "unit");
+
+		if (u && !strcmp(u, unit) && !strcmp(str_of(e, "knob"), knob_kind_name(kind)))
+			return i;
+	}
+	return -1;
+}
+
+static struct json_object *unit_snapshot(const char *bus, const char *unit, enum knob_kind kind,
+					 uint64_t raw)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (!o || json_object_object_add(o, "unit", json_object_new_string(unit)) ||
+	    json_object_object_add(o, "property", json_object_new_string(unit_property(kind))) ||
+	    json_object_object_add(o, "value", json_object_new_uint64(raw)) ||
+	    json_object_object_add(o, "bus", json_object_new_string(bus))) {
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
+}
+
+int knob_state_record_unit(struct knob_state *s, const char *bus_address, const char *unit,
+			   const char *cgroup_base, const char *rel, enum knob_kind kind,
+			   double original, uint64_t raw)
+{
+	struct json_object *snap, *e;
+	int r;
+
+	if (!unit_property(kind))
+		return -EOPNOTSUPP;
+	if (find_unit(s, unit, kind) >= 0)
+		return 0;
+	snap = unit_snapshot(bus_address, unit, kind, raw);
+	if (!snap)
+		return -ENOMEM;
+	e = new_record(cgroup_base, rel, kind, original, snap);
+	if (!e || json_object_object_add(e, "unit", json_object_new_string(unit))) {
+		json_object_put(e);
+		return -ENOMEM;
+	}
+	if (json_object_array_add(s->knobs, e)) {
+		json_object_put(e);
+		return -ENOMEM;
+	}
+	r = save(s);
+	if (r)
+		json_object_array_del_idx(s->knobs, json_object_array_length(s->knobs) - 1, 1);
+	return r;
+}
+
+int knob_state_forget_unit(struct knob_state *s, const char *unit, enum knob_kind kind)
+{
+	int i = find_unit(s, unit, kind);
+
+	if (i < 0)
+		return 0;
+	json_object_array_del_idx(s->knobs, i, 1);
+	return save(s);
+}
+
+/* Set a unit's property back, on the bus it was changed on. -ENOENT: unit gone. */
+static int unit_snapshot_restore(struct json_object *snap, knob_report_fn fn, void *userdata)
+{
+	const char *unit = str_of(snap, "unit"), *prop = str_of(snap, "property");
+	const char *bus = str_of(snap, "bus"), *why = NULL;
+	struct json_object *v;
+	struct unit_bus *b;
+	enum knob_kind kind = KNOB_MAX;
+	char line[512];
+	uint64_t raw;
+	int r;
+
+	for (int k = 0; k < KNOB_MAX; k++)
+		if (unit_property(k) && prop && !strcmp(unit_property(k), prop))
+			kind = k;
+	if (!unit || !bus || kind == KNOB_MAX || !json_object_object_get_ex(snap, "value", &v))
+		return -EBADMSG;
+	raw = json_object_get_uint64(v);
+	r = unit_bus_open(CONFIG_BUS_AUTO, *bus ? bus : NULL, &b, &why);
+	if (r) {
+		log_debug("%s", why);
+		return r == -ENOENT ? -ECONNREFUSED : r; /* no bus is not "unit gone" */
+	}
+	r = unit_set(b, unit, kind, raw);
+	unit_bus_free(b);
+	if (r)
+		return r;
+	if (raw == UINT64_MAX)
+		snprintf(line, sizeof(line), "%s %s: reset (not set)", unit, prop);
+	else
+		snprintf(line, sizeof(line), "%s %s: %llu", unit, prop, (unsigned long long)raw);
+	if (fn)
+		fn(userdata, line);
+	return 0;
+}
+
+static int snapshot_restore(const char *base, struct json_object *snap, knob_report_fn fn,
+			    void *userdata)
+{
+	if (str_of(snap, "unit"))
+		return unit_snapshot_restore(snap, fn, userdata);
+	return knob_snapshot_restore(base, snap, fn, userdata);
+}
+
+int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *rel,
+		     const char *unit)
+{
+	int n = 0, first = 0, r;
+
+	for (size_t i = json_object_array_length(s->knobs); i-- > 0;) {
+		struct json_object *e = json_object_array_get_idx(s->knobs, i), *snap;
+		const char *u = str_of(e, "unit");
+
+		if (!strcmp(str_of(e, "knob"), knob_kind_name(KNOB_CPU_FREQ)))
+			continue;
+		if (unit ? !u || strcmp(u, unit)
+			 : u || strcmp(str_of(e, "cgroup_base"), cgroup_base) || strcmp(str_of(e, "cgroup"), rel))
+			continue;
+		if (unit) {
+			json_object_object_get_ex(e, "snapshot", &snap);
+			r = unit_snapshot_restore(snap, NULL, NULL);
+			if (r && r != -ENOENT) {
+				first = first ? first : r;
+				continue;
+			}
+		}
+		json_object_array_del_idx(s->knobs, i, 1);
+		n++;
+	}
+	r = n ? save(s) : 0;
+	return first ? first : r ? r : n;
+}
+
 static void say(knob_report_fn fn, void *userdata, struct json_object *e, const char *what)
 {
 	char line[1024];
 
-	snprintf(line, sizeof(line), "%s of %s: %s", str_of(e, "knob"), str_of(e, "cgroup"), what);
+	snprintf(line, sizeof(line), "%s of %s: %s", str_of(e, "knob"),
+		 str_of(e, "unit") ? str_of(e, "unit") : str_of(e, "cgroup"), what);
 	log_debug("%s", line);
 	if (fn)
 		fn(userdata, line);
@@ -305,9 +457,10 @@ int knob_state_restore_all_report(struct knob_state *s, knob_report_fn fn, void 
 		struct json_object *e = json_object_array_get_idx(s->knobs, i), *snap;
 
 		json_object_object_get_ex(e, "snapshot", &snap);
-		r = knob_snapshot_restore(str_of(e, "cgroup_base"), snap, fn, userdata);
+		r = snapshot_restore(str_of(e, "cgroup_base"), snap, fn, userdata);
 		if (r == -ENOENT) {
-			say(fn, userdata, e, "cgroup gone, nothing to restore");
+			say(fn, userdata, e, str_of(e, "unit") ? "unit gone, nothing to restore"
+							       : "cgroup gone, nothing to restore");
 			r = 0;
 		}
 		if (!r) {

@@ -3,9 +3,29 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "log.h"
 
 static int max_level = LOG_INFO;
+static int journal = -1; /* unknown yet */
+
+/*
+ * $JOURNAL_STREAM is "DEV:INODE" of the stream systemd connected stderr
+ * to. It is inherited by children whose stderr goes elsewhere (a test
+ * harness's pipe, a terminal), so it counts only while fd 2 is that stream.
+ */
+bool log_journal(void)
+{
+	const char *e = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (journal >= 0)
+		return journal;
+	journal = e && sscanf(e, "%llu:%llu", &dev, &ino) == 2 && fstat(2, &st) == 0 &&
+		  st.st_dev == dev && st.st_ino == ino;
+	return journal;
+}
 
 void log_set_max_level(int level)
 {
@@ -17,7 +37,7 @@ static void emit(int level, const char *fmt, va_list ap, int err)
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if (getenv("JOURNAL_STREAM"))
+	if (log_journal())
 		fprintf(stderr, "<%d>", level);
 	else
 		fputs("tailwarden: ", stderr);

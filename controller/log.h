@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Logging to stderr. Under systemd (JOURNAL_STREAM set) each line carries
- * an sd-daemon priority prefix ("<3>") so journald files it right; on a
- * terminal it reads "tailwarden: message".
+ * Logging to stderr. When stderr is the journal ($JOURNAL_STREAM names
+ * fd 2) each line carries an sd-daemon priority prefix ("<3>") so journald
+ * files it right; elsewhere it reads "tailwarden: message".
  */
 #ifndef TW_LOG_H
 #define TW_LOG_H
 
+#include <stdbool.h>
 #include <syslog.h>
+
+/* Is stderr the journal (so lines take "<N>" priority prefixes)? */
+bool log_journal(void);
 
 void log_set_max_level(int level);
 /* Log at priority level (LOG_ERR ... LOG_DEBUG). Always returns 0. */

@@ -21,17 +21,29 @@
 #include <json-c/json.h>
 #include "action.h"
 #include "cgroup.h"
+#include "daemon.h"
 #include "diagnosis.h"
 #include "engine.h"
 #include "knob.h"
 #include "log.h"
 #include "manager.h"
+#include "reap.h"
 #include "sensing.h"
+#include "unit.h"
+
+/* Sensor drops are logged at most this often (they come in bursts). */
+#define DROPS_LOG_USEC (60 * 1000000ULL)
+/* A lost or missing bus is tried again this often. */
+#define BUS_RETRY_USEC (5 * 1000000ULL)
 
 struct service_rt {
 	const struct policy *p;
+	char cg[PATH_MAX];	   /* its cgroup, relative to the root; "" until first found */
 	uint64_t cgid;		   /* 0 while the cgroup does not exist */
+	uint64_t last_cgid;	   /* the id it had before it vanished */
 	struct knobs *knobs;	   /* NULL while the cgroup does not exist */
+	struct unit_props up;	   /* Unit=: the unit as read this tick */
+	char absent[2 * PATH_MAX]; /* why it is not controlled, as last logged */
 	struct qos_sample window;  /* ticks of the current window, merged */
 	unsigned ticks, window_ticks;
 	struct diag_state *diag;
@@ -59,6 +71,17 @@ struct manager {
 	sd_event *event;
 	uint64_t last_usec;
 	uint64_t n_decisions, n_applied, n_failed;
+	uint64_t ticks;
+	struct daemon_watchdog *watchdog;
+	struct cg_names *names;    /* for freeing removed cgroups' map entries */
+	struct unit_bus *bus;      /* Unit= policies; NULL without one */
+	char bus_why[512];         /* why there is none */
+	uint64_t bus_retry_usec;
+	uint64_t drops_since_usec; /* sensor drops accumulated since */
+	struct sensor_drops drops;
+	struct contention_drops cdrops;
+	uint64_t reaped;
+	char reload_error[256];    /* the last rejected reload, for STATUS= */
 };
 
 static const struct sensor_opts sensor_defaults = SENSOR_OPTS_DEFAULT;
@@ -73,28 +96,184 @@ static void services_free(struct manager *m)
 	m->svc = NULL;
 }
 
-/* (Re)attach a service to its cgroup; it may appear after we start. */
-static void service_bind(struct manager *m, struct service_rt *s)
+static bool any_unit(const struct manager *m)
 {
-	char rel[PATH_MAX];
+	for (size_t i = 0; i < m->set->n; i++)
+		if (m->set->v[i].unit)
+			return true;
+	return false;
+}
+
+/* Connect to systemd for Unit= policies; without it they wait, the rest run. */
+static void bus_connect(struct manager *m, uint64_t now_usec)
+{
+	const char *why = NULL;
+	bool first = !m->bus_retry_usec;
 	int r;
 
-	if (s->knobs)
+	if (m->bus || !any_unit(m) || now_usec < m->bus_retry_usec)
 		return;
-	r = cg_resolve(m->cfg->cgroup_base, m->root, s->p->cgroup, rel, sizeof(rel), &s->cgid);
+	m->bus_retry_usec = now_usec + BUS_RETRY_USEC;
+	r = unit_bus_open(m->cfg->bus, NULL, &m->bus, &why);
 	if (r) {
-		s->cgid = 0;
+		if (first)
+			log_error("Unit= policies cannot be followed: %s; policies with Cgroup= still run", why);
+		snprintf(m->bus_why, sizeof(m->bus_why), "%s", why);
 		return;
 	}
-	r = knobs_open(m->cfg->cgroup_base, s->p->cgroup, &s->knobs);
+	log_info("Unit= policies follow systemd on the %s (%s)", unit_bus_name(m->bus),
+		 unit_bus_address(m->bus));
+	m->bus_why[0] = '\0';
+}
+
+static void bus_lost(struct manager *m)
+{
+	snprintf(m->bus_why, sizeof(m->bus_why), "the connection to systemd on the %s was lost",
+		 unit_bus_name(m->bus));
+	log_warning("%s; trying again every %llu s", m->bus_why, BUS_RETRY_USEC / 1000000ULL);
+	unit_bus_free(m->bus);
+	m->bus = NULL;
+}
+
+/*
+ * Where the service's cgroup is now: 0 with rel and id, -ENOENT (no such
+ * cgroup, or no such unit loaded), -ESRCH (the unit is not running),
+ * -ENOTCONN (no bus), -errno.
+ */
+static int locate(struct manager *m, struct service_rt *s, char *rel, uint64_t *id)
+{
+	const char *path = s->p->cgroup;
+	int r;
+
+	if (s->p->unit) {
+		if (!m->bus)
+			return -ENOTCONN;
+		r = unit_get(m->bus, s->p->unit, &s->up);
+		if (r == -ENOTCONN || r == -EHOSTUNREACH)
+			bus_lost(m);
+		if (r)
+			return r == -EHOSTUNREACH ? -ENOTCONN : r;
+		if (!*s->up.cgroup)
+			return -ESRCH;
+		path = s->up.cgroup;
+	}
+	return cg_resolve(m->cfg->cgroup_base, m->root, path, rel, PATH_MAX, id);
+}
+
+/* Stop controlling a service whose cgroup is gone: say so once, hold. */
+static void service_absent(struct manager *m, struct service_rt *s, int err)
+{
+	const char *name = s->p->unit ? s->p->unit : s->p->cgroup;
+	char msg[sizeof(s->absent)];
+	int level = LOG_WARNING;
+
+	if (err == -ENOTCONN) {
+		snprintf(msg, sizeof(msg), "Unit=%s cannot be followed: %s; not controlled", name,
+			 *m->bus_why ? m->bus_why : "no bus");
+		level = LOG_ERR;
+	} else if (s->p->unit && err == -ENOENT) {
+		snprintf(msg, sizeof(msg), "unit %s is not loaded; waiting for it", name);
+	} else if (err == -ESRCH) {
+		snprintf(msg, sizeof(msg), "unit %s is not running (%s); waiting for it", name,
+			 *s->up.active ? s->up.active : "inactive");
+	} else if (err == -ENOENT) {
+		snprintf(msg, sizeof(msg), "cgroup %s does not exist; waiting for it", name);
+	} else {
+		snprintf(msg, sizeof(msg), "cannot find the cgroup of %s: %s; waiting", name, strerror(-err));
+	}
+	if (s->cgid) {
+		/* No writes while it is gone: its knobs go with it. */
+		knobs_free(s->knobs);
+		s->knobs = NULL;
+		s->last_cgid = s->cgid;
+		s->cgid = 0;
+		s->ticks = 0;
+		snprintf(s->absent, sizeof(s->absent), "%s", msg);
+		log_full(level == LOG_ERR ? level : LOG_NOTICE, "service %s: %s (it was %s, id %llu; holding)",
+			 s->p->name, msg, s->cg, (unsigned long long)s->last_cgid);
+		return;
+	}
+	if (!strcmp(msg, s->absent))
+		return;
+	snprintf(s->absent, sizeof(s->absent), "%s", msg);
+	log_full(level, "service %s: %s", s->p->name, msg);
+}
+
+/*
+ * The service's cgroup was replaced by a new one (a restart, a recreated
+ * cgroup): a new instance. What we recorded and decided about the old one
+ * does not apply: the state file's records are renewed (a unit's runtime
+ * properties, which outlive a restart, are set back first), the engine
+ * and the window start afresh, and the knobs' originals are recorded anew
+ * at the next write.
+ */
+static void service_renew(struct manager *m, struct service_rt *s, int idx, uint64_t old_id,
+			  const char *rel, uint64_t id)
+{
+	int r = 0;
+
+	if (m->state)
+		r = knob_state_renew(m->state, m->cfg->cgroup_base, s->cg, s->p->unit);
+	if (r < 0)
+		log_warning("service %s: could not put back the old instance's knobs: %s, ignoring",
+			    s->p->name, strerror(-r));
+	memset(s->written, 0, sizeof(s->written));
+	memset(s->wrote, 0, sizeof(s->wrote));
+	memset(s->overridden, 0, sizeof(s->overridden));
+	s->ticks = 0;
+	s->have_diag = false;
+	s->verdict[0] = '\0';
+	diag_state_free(s->diag);
+	s->diag = diag_state_new();
+	engine_service_reset(m->engine, idx);
+	/* A unit's properties may just have been set back: read them again. */
+	if (s->p->unit && m->bus)
+		unit_get(m->bus, s->p->unit, &s->up);
+	log_notice("service %s: %s%s%s is a new cgroup (id %llu, was %llu): controlled afresh, originals recorded anew",
+		   s->p->name, s->p->unit ? s->p->unit : "", s->p->unit ? " -> " : "", rel,
+		   (unsigned long long)id, (unsigned long long)old_id);
+}
+
+/*
+ * Each tick: find the service's cgroup again (a stat of its cgroup2
+ * directory; for a unit, its ControlGroup first). It may appear after we
+ * start, vanish, and come back as a new cgroup with a new id.
+ */
+static void service_resolve(struct manager *m, struct service_rt *s, int idx)
+{
+	char rel[PATH_MAX], msg[sizeof(s->absent)];
+	uint64_t id, old;
+	int r;
+
+	r = locate(m, s, rel, &id);
 	if (r) {
-		log_warning("service %s: cannot open the knobs of %s: %s, ignoring until it can",
-			    s->p->name, s->p->cgroup, strerror(-r));
+		service_absent(m, s, r);
+		return;
+	}
+	if (s->knobs && id == s->cgid && !strcmp(rel, s->cg))
+		return;
+	old = s->cgid ? s->cgid : s->last_cgid;
+	knobs_free(s->knobs);
+	s->knobs = NULL;
+	r = knobs_open(m->cfg->cgroup_base, rel, &s->knobs);
+	if (r) {
+		snprintf(msg, sizeof(msg), "cannot open the knobs of %s: %s; ignoring until it can",
+			 rel, strerror(-r));
+		if (strcmp(msg, s->absent))
+			log_warning("service %s: %s", s->p->name, msg);
+		snprintf(s->absent, sizeof(s->absent), "%s", msg);
 		s->knobs = NULL;
 		return;
 	}
-	log_info("service %s: cgroup %s (id %llu)", s->p->name, s->p->cgroup,
-		 (unsigned long long)s->cgid);
+	if (old && old != id)
+		service_renew(m, s, idx, old, rel, id);
+	else
+		log_info("service %s: %s%scgroup %s (id %llu)", s->p->name, s->p->unit ? s->p->unit : "",
+			 s->p->unit ? " -> " : "", rel, (unsigned long long)id);
+	snprintf(s->cg, sizeof(s->cg), "%s", rel);
+	s->cgid = id;
+	s->last_cgid = 0;
+	s->absent[0] = '\0';
 }
 
 static int services_new(struct manager *m)
@@ -114,10 +293,7 @@ static int services_new(struct manager *m)
 		s->diag = diag_state_new();
 		if (!s->diag)
 			return -ENOMEM;
-		service_bind(m, s);
-		if (!s->knobs)
-			log_warning("service %s: cgroup %s does not exist (yet); waiting for it",
-				    s->p->name, s->p->cgroup);
+		service_resolve(m, s, i);
 	}
 	return 0;
 }
@@ -128,8 +304,13 @@ static int load_policies(struct manager *m, struct policy_set **out)
 	int r;
 
 	r = policy_set_load(m->o.policy_paths, m->o.n_policy_paths, out, &errs);
-	if (r == -EINVAL)
-		policy_errors_print(&errs, stderr);
+	if (r == -EINVAL) {
+		daemon_log_errors(&errs);
+		if (errs.n)
+			snprintf(m->reload_error, sizeof(m->reload_error), "%s:%u: %s%s",
+				 errs.v[0].file, errs.v[0].line, errs.v[0].msg,
+				 errs.n > 1 ? " (and more)" : "");
+	}
 	policy_errors_clear(&errs);
 	return r;
 }
@@ -151,7 +332,9 @@ static void decision_log(struct manager *m, const struct service_rt *s,
 	snprintf(buf, sizeof(buf), "%.3f", ts.tv_sec + ts.tv_nsec / 1e9);
 	json_object_object_add(o, "ts", json_object_new_double_s(atof(buf), buf));
 	json_object_object_add(o, "service", json_object_new_string(s->p->name));
-	json_object_object_add(o, "cgroup", json_object_new_string(s->p->cgroup));
+	json_object_object_add(o, "cgroup", json_object_new_string(s->cg));
+	if (s->p->unit)
+		json_object_object_add(o, "unit", json_object_new_string(s->p->unit));
 	json_object_object_add(o, "knob", json_object_new_string(knob_kind_name(a->knob)));
 	json_object_object_add(o, "old", isfinite(a->old_value) ? json_object_new_double(a->old_value)
 							     : json_object_new_string("max"));
@@ -178,10 +361,40 @@ static void fmt_value(char *buf, size_t len, enum knob_kind k, double v)
 		snprintf(buf, len, "%.0f", v);
 }
 
+/* Is this knob a property of the service's unit (changed through systemd)? */
+static bool unit_knob(const struct service_rt *s, enum knob_kind k)
+{
+	return s->p->unit && unit_property(k);
+}
+
+/* Record the original, then write: cgroupfs, or the unit's property. 0 or -errno. */
+static int write_knob(struct manager *m, struct service_rt *s, const struct action *a,
+		      char *path, size_t len)
+{
+	enum knob_kind k = a->knob;
+	int r;
+
+	if (!unit_knob(s, k)) {
+		snprintf(path, len, "%s", knob_path(s->knobs, k));
+		r = knob_state_record(m->state, m->cfg->cgroup_base, s->cg, k, a->old_value);
+		return r ? r : knob_write(s->knobs, k, a->new_value);
+	}
+	snprintf(path, len, "%s %s", s->p->unit, unit_property(k));
+	if (!m->bus)
+		return -ENOTCONN;
+	r = knob_state_record_unit(m->state, unit_bus_address(m->bus), s->p->unit,
+				   m->cfg->cgroup_base, s->cg, k, a->old_value, s->up.raw[k]);
+	if (!r)
+		r = unit_set(m->bus, s->p->unit, k, unit_value_to_raw(k, a->new_value));
+	if (!r)
+		s->up.raw[k] = unit_value_to_raw(k, a->new_value);
+	return r;
+}
+
 static void apply(struct manager *m, const struct action *a)
 {
 	struct service_rt *s = &m->svc[a->service];
-	char o[32], n[32];
+	char o[32], n[32], path[PATH_MAX + 64];
 	int r = 0;
 
 	fmt_value(o, sizeof(o), a->knob, a->old_value);
@@ -189,23 +402,23 @@ static void apply(struct manager *m, const struct action *a)
 	m->n_decisions++;
 	if (m->o.dry_run) {
 		log_notice("dry-run: would set %s of %s: %s -> %s (%s)", knob_kind_name(a->knob),
-			   s->p->cgroup, o, n, a->reason);
+			   s->p->unit ? s->p->unit : s->cg, o, n, a->reason);
 	} else {
-		r = knob_state_record(m->state, m->cfg->cgroup_base, s->p->cgroup, a->knob,
-				      a->old_value);
-		if (!r)
-			r = knob_write(s->knobs, a->knob, a->new_value);
+		r = write_knob(m, s, a, path, sizeof(path));
 		if (r) {
 			m->n_failed++;
-			log_warning("failed to set %s of %s to %s: %s, ignoring",
-				    knob_path(s->knobs, a->knob), s->p->cgroup, n, strerror(-r));
+			log_warning("failed to set %s of %s to %s: %s, ignoring", path, s->cg, n,
+				    strerror(-r));
 		} else {
 			m->n_applied++;
-			log_notice("%s: %s -> %s (%s)", knob_path(s->knobs, a->knob), o, n, a->reason);
+			log_notice("%s: %s -> %s (%s)", path, o, n, a->reason);
 		}
 	}
 	if (!r) {
-		s->written[a->knob] = a->new_value;
+		/* As the property holds it, so that reading it back compares equal. */
+		s->written[a->knob] = unit_knob(s, a->knob)
+			? unit_raw_to_value(a->knob, unit_value_to_raw(a->knob, a->new_value))
+			: a->new_value;
 		s->wrote[a->knob] = true;
 	}
 	decision_log(m, s, a, !m->o.dry_run && !r, r);
@@ -229,15 +442,23 @@ static void read_knobs(struct manager *m, struct service_rt *s, int idx, double 
 		double v;
 
 		knob[k] = NAN;
-		if (!s->knobs || s->overridden[k] || !knob_available(s->knobs, k, NULL))
+		if (!s->knobs || s->overridden[k])
 			continue;
-		if (knob_read(s->knobs, k, &v))
+		if (unit_knob(s, k)) {
+			if (!m->bus)
+				continue;
+			v = unit_raw_to_value(k, s->up.raw[k]);
+		} else if (!knob_available(s->knobs, k, NULL) || knob_read(s->knobs, k, &v)) {
 			continue;
+		}
 		if (s->wrote[k] && !m->o.dry_run && !same_value(v, s->written[k])) {
 			log_warning("%s of %s was changed by someone else (we set %g, now %g); leaving it alone",
-				    knob_kind_name(k), s->p->cgroup, s->written[k], v);
+				    knob_kind_name(k), s->p->unit ? s->p->unit : s->cg, s->written[k], v);
 			s->overridden[k] = true;
-			knob_state_forget(m->state, m->cfg->cgroup_base, s->p->cgroup, k);
+			if (unit_knob(s, k))
+				knob_state_forget_unit(m->state, s->p->unit, k);
+			else
+				knob_state_forget(m->state, m->cfg->cgroup_base, s->cg, k);
 			engine_knob_overridden(m->engine, idx, k);
 			continue;
 		}
@@ -268,13 +489,13 @@ static void sense_service(struct manager *m, struct service_rt *s, int idx,
 	/* The window figures are big: only the latest tick's are on the stack. */
 	memset(in, 0, sizeof(*in));
 	in->latency_ns = -1;
-	service_bind(m, s);
+	service_resolve(m, s, idx);
 	read_knobs(m, s, idx, in->knob);
 	if (!s->cgid)
 		return;
 	sensor_sample(now, m->prev, s->cgid, iv, &q);
 	if (m->cont && cnow &&
-	    !contention_sample(m->cont, cnow, m->cprev, s->cgid, s->p->cgroup, iv, &c)) {
+	    !contention_sample(m->cont, cnow, m->cprev, s->cgid, s->cg, iv, &c)) {
 		diag_update(s->diag, &q, &c, &s->last_diag);
 		s->have_diag = true;
 		/* Sizes the first quota cut of a best-effort service with none. */
@@ -307,6 +528,58 @@ static void log_verdicts(struct manager *m)
 	}
 }
 
+/*
+ * Sensor tables: free removed cgroups' entries, and say (at most once a
+ * minute) when events went uncounted because a table was full.
+ */
+static void tables_tick(struct manager *m, const struct sensor_snapshot *now,
+			const struct contention_snapshot *cnow, uint64_t read_usec, uint64_t usec)
+{
+	struct sensor_drops d;
+	struct contention_drops cd = { 0 };
+	uint64_t t;
+
+	sensor_drops(now, m->prev, &d);
+	if (cnow && m->cprev)
+		contention_drops(cnow, m->cprev, &cd);
+	m->drops.cgroups += d.cgroups;
+	m->drops.conns += d.conns;
+	m->drops.spans_negative += d.spans_negative + d.spans_absurd;
+	m->cdrops.cgroups += cd.cgroups;
+	m->cdrops.stamps += cd.stamps;
+	sd_event_now(m->event, CLOCK_MONOTONIC, &t);
+	m->reaped += sensing_reap(m->names, (t - read_usec) / 1000, m->sensor, now, m->cont, cnow);
+	if (!m->drops_since_usec)
+		m->drops_since_usec = usec;
+	if (usec - m->drops_since_usec < DROPS_LOG_USEC)
+		return;
+	if (m->drops.cgroups + m->drops.conns + m->drops.spans_negative + m->cdrops.cgroups + m->cdrops.stamps)
+		log_warning("sensor tables in the last %.0f s: %llu events of cgroups not counted (request table %zu of %u cgroups, contention table %zu), %llu connections not tracked, %llu spans dropped, %llu contention events not counted (%llu stamps); %llu entries of removed cgroups freed",
+			    (usec - m->drops_since_usec) / 1e6, (unsigned long long)m->drops.cgroups,
+			    sensor_snapshot_len(now), 4096u, cnow ? contention_snapshot_len(cnow) : 0,
+			    (unsigned long long)m->drops.conns, (unsigned long long)m->drops.spans_negative,
+			    (unsigned long long)m->cdrops.cgroups, (unsigned long long)m->cdrops.stamps,
+			    (unsigned long long)m->reaped);
+	else
+		log_debug("sensor tables: %zu cgroups (request), %zu (contention); %llu entries of removed cgroups freed",
+			  sensor_snapshot_len(now), cnow ? contention_snapshot_len(cnow) : 0,
+			  (unsigned long long)m->reaped);
+	memset(&m->drops, 0, sizeof(m->drops));
+	memset(&m->cdrops, 0, sizeof(m->cdrops));
+	m->reaped = 0;
+	m->drops_since_usec = usec;
+}
+
+static void notify_status(struct manager *m)
+{
+	sd_notifyf(0, "STATUS=%zu services, %llu decisions (%llu applied, %llu failed)%s%s%s",
+		   m->set->n, (unsigned long long)m->n_decisions,
+		   (unsigned long long)m->n_applied, (unsigned long long)m->n_failed,
+		   m->o.dry_run ? ", dry-run" : "",
+		   *m->reload_error ? "; last reload rejected, old policies kept: " : "",
+		   m->reload_error);
+}
+
 /* usec: the tick's scheduled time, so windows do not drift with timer slack. */
 static int tick(struct manager *m, uint64_t usec)
 {
@@ -315,9 +588,13 @@ static int tick(struct manager *m, uint64_t usec)
 	struct sensor_snapshot *now = NULL;
 	struct contention_snapshot *cnow = NULL;
 	struct action acts[nacts];
+	uint64_t read_usec;
 	double iv;
 	int n, r;
 
+	daemon_test_stall(m->ticks);
+	bus_connect(m, usec);
+	sd_event_now(m->event, CLOCK_MONOTONIC, &read_usec);
 	r = sensor_read(m->sensor, &now);
 	if (r)
 		return log_error_errno(r, "Failed to read the request sensor");
@@ -332,15 +609,16 @@ static int tick(struct manager *m, uint64_t usec)
 	for (int i = 0; i < n; i++)
 		apply(m, &acts[i]);
 	log_verdicts(m);
+	tables_tick(m, now, cnow, read_usec, usec);
 	sensor_snapshot_free(m->prev);
 	m->prev = now;
 	contention_snapshot_free(m->cprev);
 	m->cprev = cnow;
 	m->last_usec = usec;
-	sd_notifyf(0, "WATCHDOG=1\nSTATUS=%zu services, %llu decisions (%llu applied, %llu failed)%s",
-		   m->set->n, (unsigned long long)m->n_decisions,
-		   (unsigned long long)m->n_applied, (unsigned long long)m->n_failed,
-		   m->o.dry_run ? ", dry-run" : "");
+	m->ticks++;
+	notify_status(m);
+	sd_event_now(m->event, CLOCK_MONOTONIC, &read_usec);
+	daemon_watchdog_progress(m->watchdog, read_usec);
 	return 0;
 }
 
@@ -389,18 +667,20 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 
 	(void)src;
 	(void)si;
-	sd_notify(0, "RELOADING=1");
+	daemon_notify_reloading();
+	m->reload_error[0] = '\0';
 	if (load_policies(m, &set)) {
 		log_error("reload: the new policy set is invalid (errors above); keeping the old one");
-		sd_notify(0, "READY=1");
-		return 0;
+		if (!*m->reload_error)
+			snprintf(m->reload_error, sizeof(m->reload_error), "the policies could not be read");
+		goto done;
 	}
 	engine = engine_new(set);
 	if (!engine) {
 		policy_set_free(set);
 		log_error("reload: out of memory; keeping the old policy set");
-		sd_notify(0, "READY=1");
-		return 0;
+		snprintf(m->reload_error, sizeof(m->reload_error), "out of memory");
+		goto done;
 	}
 	restore(m);
 	services_free(m);
@@ -411,6 +691,9 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	if (services_new(m) < 0)
 		return sd_event_exit(m->event, -ENOMEM);
 	log_notice("reloaded: %zu service(s)", set->n);
+done:
+	/* READY=1 ends the reload either way; STATUS= says whether it was taken. */
+	notify_status(m);
 	sd_notify(0, "READY=1");
 	return 0;
 }
@@ -480,6 +763,11 @@ int manager_new(const struct manager_opts *o, struct manager **out)
 		log_error_errno(r, "no cgroup2 hierarchy under %s", m->cfg->cgroup_base);
 		goto fail;
 	}
+	m->names = cg_names_new(m->root);
+	if (!m->names) {
+		r = -ENOMEM;
+		goto fail;
+	}
 	r = load_policies(m, &m->set);
 	if (r) {
 		log_error("refusing to start: the policy set is invalid%s",
@@ -487,6 +775,7 @@ int manager_new(const struct manager_opts *o, struct manager **out)
 		goto fail;
 	}
 	m->engine = engine_new(m->set);
+	bus_connect(m, 1);
 	r = m->engine ? services_new(m) : -ENOMEM;
 	if (!r)
 		r = open_sensors(m);
@@ -527,12 +816,14 @@ int manager_run(struct manager *m)
 		r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m);
 	if (r >= 0)
 		r = sd_event_add_signal(m->event, NULL, SIGHUP, on_reload, m);
+	/* Not sd_event_set_watchdog(): the loop must prove it ticks (daemon.c). */
 	if (r >= 0)
-		r = sd_event_set_watchdog(m->event, true);
+		r = daemon_watchdog_new(m->event, m->cfg->period_ns / 1000, &m->watchdog);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up the event loop");
 	log_info("running: %zu service(s), period %.0f ms%s", m->set->n, m->cfg->period_ns / 1e6,
 		 m->o.dry_run ? ", dry-run" : "");
+	notify_status(m);
 	sd_notify(0, "READY=1");
 	r = sd_event_loop(m->event);
 	sd_notify(0, "STOPPING=1");
@@ -552,6 +843,9 @@ void manager_free(struct manager *m)
 	contention_free(m->cont);
 	sensor_free(m->sensor);
 	knob_state_free(m->state);
+	daemon_watchdog_free(m->watchdog);
+	unit_bus_free(m->bus);
+	cg_names_free(m->names);
 	if (m->decisions)
 		fclose(m->decisions);
 	sd_event_unref(m->event);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "commands.h"
+#include "daemon.h"
 #include "log.h"
 #include "manager.h"
 #include "policy.h"
@@ -38,7 +39,7 @@ static int load_config(const char *path, struct tw_config **cfg)
 		path = DEFAULT_CONFIG;
 	r = config_load(path, cfg, &errs);
 	if (r == -EINVAL) {
-		policy_errors_print(&errs, stderr);
+		daemon_log_errors(&errs);
 		log_error("refusing to start: %s is invalid", path);
 	} else if (r) {
 		log_error_errno(r, "Failed to read %s", path ? path : "the default config");

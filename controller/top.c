@@ -16,6 +16,7 @@
 #include "diagnosis.h"
 #include "log.h"
 #include "output.h"
+#include "reap.h"
 #include "sensing.h"
 
 #define CGROUP_BASE "/sys/fs/cgroup"
@@ -279,8 +280,6 @@ static int collect(struct top *t, const struct sensor_snapshot *now,
 			r->path = cg_names_lookup(t->names, id, 1000);
 			if (active(&r->s))
 				(*n)++;
-			else if (!r->path)
-				sensor_forget(t->sensor, id); /* removed cgroup */
 		}
 	}
 	for (size_t i = 0; i < *n; i++)
@@ -376,6 +375,9 @@ static int loop(struct top *t)
 			r = print_window(t, rows, n, &d);
 			free(rows);
 		}
+		/* Removed cgroups' entries, once this window has counted them. */
+		sensing_reap(t->names, (now_s(CLOCK_MONOTONIC) - at) * 1000, t->sensor, now,
+			     t->cont, t->cnow);
 		sensor_snapshot_free(prev);
 		prev = now;
 		contention_snapshot_free(t->cprev);

@@ -168,17 +168,24 @@ struct engine *engine_new(const struct policy_set *set)
 		free(e);
 		return NULL;
 	}
-	for (size_t i = 0; i < set->n; i++) {
-		snprintf(e->s[i].verdict, sizeof(e->s[i].verdict), "%s",
-			 set->v[i].klass == POLICY_LATENCY_CRITICAL ? "no verdict: no complete window yet"
-								    : "best-effort: no objective");
-		e->s[i].slack = NAN;
-		for (int k = 0; k < KNOB_MAX; k++) {
-			e->s[i].k[k].scale = NAN;
-			e->s[i].k[k].ceiling = NAN;
-		}
-	}
+	for (size_t i = 0; i < set->n; i++)
+		engine_service_reset(e, i);
 	return e;
+}
+
+void engine_service_reset(struct engine *e, int service)
+{
+	struct service_mem *s = &e->s[service];
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->verdict, sizeof(s->verdict), "%s",
+		 e->set->v[service].klass == POLICY_LATENCY_CRITICAL ? "no verdict: no complete window yet"
+								      : "best-effort: no objective");
+	s->slack = NAN;
+	for (int k = 0; k < KNOB_MAX; k++) {
+		s->k[k].scale = NAN;
+		s->k[k].ceiling = NAN;
+	}
 }
 
 void engine_free(struct engine *e)

@@ -61,6 +61,13 @@ void engine_free(struct engine *e);
 int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in,
 		struct action *acts, size_t max);
 
+/*
+ * Service i is a new instance (its cgroup was replaced: a restart): forget
+ * everything about it, as if the engine had just started. Its knobs' home
+ * is the first value seen after this.
+ */
+void engine_service_reset(struct engine *e, int service);
+
 /* The controller saw a knob differ from what it last wrote: hands off it. */
 void engine_knob_overridden(struct engine *e, int service, enum knob_kind k);
 

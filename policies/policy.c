@@ -79,6 +79,7 @@ static int duration_in(const char *s, uint64_t min, uint64_t max, uint64_t *out,
 enum { S_SERVICE, S_OBJECTIVE, S_LIMITS };
 enum {
 	K_CGROUP,
+	K_UNIT,
 	K_CLASS,
 	K_PERCENTILE,
 	K_TARGET,
@@ -141,6 +142,37 @@ static int set_cgroup(void *obj, const char *v, char *why)
 	free(p->cgroup);
 	p->cgroup = out;
 	return 0;
+}
+
+/*
+ * A systemd unit whose cgroup the policy follows: NAME.service, NAME.slice
+ * or NAME.scope, spelled as systemd accepts unit names (unit-name.c:
+ * letters, digits, ":-_.\\" and one '@' before a non-empty instance).
+ */
+static int set_unit(void *obj, const char *v, char *why)
+{
+	static const char *const types[] = { ".service", ".slice", ".scope" };
+	struct policy *p = obj;
+	size_t n = strlen(v), t;
+	const char *at;
+
+	for (t = 0; t < 3; t++)
+		if (n > strlen(types[t]) && !strcmp(v + n - strlen(types[t]), types[t]))
+			break;
+	if (t == 3)
+		return fail(why, "'%s' is not a .service, .slice or .scope unit", v);
+	if (n > 255)
+		return fail(why, "a unit name is at most 255 bytes");
+	if (strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789:-_.\\@") != n)
+		return fail(why, "'%s' has characters a unit name cannot have (letters, digits and \":-_.\\@\" only)", v);
+	at = strchr(v, '@');
+	if (at && (strchr(at + 1, '@') || at == v || at[1] == '.'))
+		return fail(why, "'%s' is a template or a malformed instance name; name an instance such as getty@tty1.service", v);
+	if (v[0] == '.' || v[0] == '-')
+		return fail(why, "a unit name cannot start with '%c'", v[0]);
+	free(p->unit);
+	p->unit = strdup(v);
+	return p->unit ? 0 : -ENOMEM;
 }
 
 static int set_class(void *obj, const char *v, char *why)
@@ -235,6 +267,7 @@ static const char *const policy_sections[] = { "Service", "Objective", "Limits" 
 
 static const struct ini_key policy_keys[] = {
 	[K_CGROUP] = { S_SERVICE, "Cgroup", "a cgroup path such as lc.slice/web.service", set_cgroup },
+	[K_UNIT] = { S_SERVICE, "Unit", "a systemd unit such as web.service, batch.slice or job.scope", set_unit },
 	[K_CLASS] = { S_SERVICE, "Class", "latency-critical or best-effort", set_class },
 	[K_PERCENTILE] = { S_OBJECTIVE, "Percentile", "a percentile such as 99 or p99.9", set_percentile },
 	[K_TARGET] = { S_OBJECTIVE, "Target", "a duration such as 2ms", set_target },
@@ -267,9 +300,11 @@ static int validate_policy(const struct policy *p, const struct ini_seen *seen,
 	if (!*p->name)
 		r = file_err(fe, 0, "empty service name: name the file NAME.policy");
 	if (r == 0 && !sl[S_SERVICE])
-		r = file_err(fe, 0, "missing section [Service] (Cgroup= and Class= are required)");
-	if (r == 0 && sl[S_SERVICE] && !kl[K_CGROUP])
-		r = file_err(fe, sl[S_SERVICE], "missing required key Cgroup= in [Service]");
+		r = file_err(fe, 0, "missing section [Service] (Cgroup= or Unit=, and Class= are required)");
+	if (r == 0 && sl[S_SERVICE] && !kl[K_CGROUP] && !kl[K_UNIT])
+		r = file_err(fe, sl[S_SERVICE], "missing required key Cgroup= (or Unit=) in [Service]");
+	if (r == 0 && kl[K_CGROUP] && kl[K_UNIT])
+		r = file_err(fe, kl[K_UNIT], "Unit= and Cgroup= (line %u) both name the service's cgroup; keep one", kl[K_CGROUP]);
 	if (r == 0 && sl[S_SERVICE] && !kl[K_CLASS])
 		r = file_err(fe, sl[S_SERVICE], "missing required key Class= in [Service]");
 	if (r < 0 || !seen->key_ok[K_CLASS])
@@ -309,6 +344,7 @@ static void policy_clear(struct policy *p)
 	free(p->name);
 	free(p->file);
 	free(p->cgroup);
+	free(p->unit);
 }
 
 void policy_set_free(struct policy_set *s)
@@ -395,7 +431,8 @@ static int load_policy_file(struct loader *ld, const char *path, const struct st
 	if (r < 0)
 		return r;
 	p->line = seen.section_line[S_SERVICE];
-	ld->cgroup_line[ld->set->n - 1] = seen.key_line[K_CGROUP];
+	ld->cgroup_line[ld->set->n - 1] = seen.key_line[K_CGROUP] ? seen.key_line[K_CGROUP]
+								   : seen.key_line[K_UNIT];
 	r = validate_policy(p, &seen, &fe);
 	file_errs_sort(&fe);
 	return r;
@@ -506,6 +543,10 @@ static int check_set(struct loader *ld)
 				r = policy_error_add(ld->errs, p->file, p->line,
 						     "duplicate service '%s': also defined in %s",
 						     p->name, q->file);
+			if (r == 0 && p->unit && q->unit && !strcmp(p->unit, q->unit))
+				r = policy_error_add(ld->errs, p->file, cl,
+						     "unit %s is also controlled by service '%s' (%s:%u)",
+						     p->unit, q->name, q->file, ql);
 			if (r < 0 || !p->cgroup || !q->cgroup)
 				continue;
 			if (!strcmp(p->cgroup, q->cgroup))
@@ -577,7 +618,7 @@ int policy_set_load(char *const *paths, size_t n, struct policy_set **out,
 /* ---- the main config ---- */
 
 enum { S_CONTROLLER };
-enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_CGROUP_BASE };
+enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_CGROUP_BASE, K_BUS };
 
 /* Absolute, no control characters, no trailing '/' (a file's path has none at all). */
 static int set_path(char **dst, const char *v, bool file, char *why)
@@ -627,6 +668,19 @@ static int set_cgroup_base(void *obj, const char *v, char *why)
 	return set_path(&((struct tw_config *)obj)->cgroup_base, v, false, why);
 }
 
+static int set_bus(void *obj, const char *v, char *why)
+{
+	static const char *const names[] = { [CONFIG_BUS_AUTO] = "auto", [CONFIG_BUS_SYSTEM] = "system",
+					      [CONFIG_BUS_USER] = "user" };
+
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(v, names[i])) {
+			((struct tw_config *)obj)->bus = i;
+			return 0;
+		}
+	return fail(why, "'%s' is not one of auto, system, user", v);
+}
+
 static const char *const config_sections[] = { "Controller" };
 
 static const struct ini_key config_keys[] = {
@@ -636,6 +690,7 @@ static const struct ini_key config_keys[] = {
 	[K_STATE_DIR] = { S_CONTROLLER, "StateDir", "an absolute path", set_state_dir },
 	[K_DECISION_LOG] = { S_CONTROLLER, "DecisionLog", "an absolute file path", set_decision_log },
 	[K_CGROUP_BASE] = { S_CONTROLLER, "CgroupBase", "an absolute path", set_cgroup_base },
+	[K_BUS] = { S_CONTROLLER, "Bus", "auto, system or user", set_bus },
 };
 
 static const struct ini_schema config_schema = {
@@ -770,9 +825,9 @@ int policy_describe(const struct policy *p, char *buf, size_t len)
 
 	if (len)
 		buf[0] = '\0';
-	sb_printf(&sb, "%s: %s %s", p->name,
+	sb_printf(&sb, "%s: %s %s%s", p->name,
 		  p->klass == POLICY_LATENCY_CRITICAL ? "latency-critical" : "best-effort",
-		  p->cgroup ? p->cgroup : "(no cgroup)");
+		  p->unit ? "unit " : "", p->cgroup ? p->cgroup : p->unit ? p->unit : "(no cgroup)");
 	if (p->klass == POLICY_LATENCY_CRITICAL) {
 		unit_format_number(p->percentile * 100, pct, sizeof(pct));
 		unit_format_duration(p->target_ns, target, sizeof(target));

@@ -33,7 +33,8 @@ struct policy {
 	char *name;   /* file name without ".policy" */
 	char *file;   /* path as given, for messages */
 	unsigned line; /* line of [Service], for messages about the whole policy */
-	char *cgroup; /* relative to the cgroup root, leading '/' */
+	char *cgroup; /* relative to the cgroup root, leading '/'; NULL with unit */
+	char *unit;   /* Unit=: a systemd unit whose ControlGroup is followed; or NULL */
 	enum policy_class klass;
 	/* [Objective], latency-critical only */
 	double percentile;     /* 0 < p < 1, e.g. 0.99 */
@@ -49,6 +50,13 @@ struct policy_set {
 	size_t n;
 };
 
+/* Which systemd manager Unit= policies talk to (Bus=). */
+enum config_bus {
+	CONFIG_BUS_AUTO,   /* the user manager's bus if $DBUS_SESSION_BUS_ADDRESS is set, else the system bus */
+	CONFIG_BUS_SYSTEM,
+	CONFIG_BUS_USER,
+};
+
 struct tw_config {
 	char *file;             /* NULL when defaults */
 	uint64_t period_ns;     /* control tick, 100 ms .. 60 s, default 1 s */
@@ -57,6 +65,7 @@ struct tw_config {
 	char *state_dir;        /* default /run/tailwarden */
 	char *decision_log;     /* JSON Lines path, default <state_dir>/decisions.jsonl */
 	char *cgroup_base;      /* default /sys/fs/cgroup */
+	enum config_bus bus;    /* default auto */
 };
 
 /* One problem found in a file: "FILE:LINE: message". */

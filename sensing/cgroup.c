@@ -221,18 +221,26 @@ static const char *find(const struct cg_names *n, uint64_t id)
 	return e ? e->path : NULL;
 }
 
-const char *cg_names_lookup(struct cg_names *n, uint64_t id, unsigned min_age_ms)
+unsigned cg_names_age_ms(const struct cg_names *n)
 {
-	const char *p = find(n, id);
 	struct timespec now;
 	long age_ms;
 
-	if (p)
-		return p;
+	if (!n->scanned.tv_sec)
+		return UINT_MAX;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	age_ms = (now.tv_sec - n->scanned.tv_sec) * 1000 +
 		 (now.tv_nsec - n->scanned.tv_nsec) / 1000000;
-	if (n->scanned.tv_sec && age_ms < (long)min_age_ms)
+	return age_ms < 0 ? 0 : age_ms >= UINT_MAX ? UINT_MAX - 1 : (unsigned)age_ms;
+}
+
+const char *cg_names_lookup(struct cg_names *n, uint64_t id, unsigned min_age_ms)
+{
+	const char *p = find(n, id);
+
+	if (p)
+		return p;
+	if (n->scanned.tv_sec && cg_names_age_ms(n) < min_age_ms)
 		return NULL;
 	if (cg_names_refresh(n))
 		return NULL;

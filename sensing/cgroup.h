@@ -33,6 +33,8 @@ struct cg_names *cg_names_new(const char *root);
 void cg_names_free(struct cg_names *n);
 /* Rescan the tree. 0 or -errno. */
 int cg_names_refresh(struct cg_names *n);
+/* Milliseconds since the last scan (UINT_MAX before the first). */
+unsigned cg_names_age_ms(const struct cg_names *n);
 /*
  * Path of a cgroup id relative to the root ("/a/b"), rescanning once when
  * unknown and the last scan is older than min_age_ms. NULL if not found.

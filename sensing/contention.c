@@ -923,6 +923,16 @@ int contention_sample(struct contention *c, const struct contention_snapshot *no
 	return sample_cpu(c, now->seq, id, rel, out);
 }
 
+size_t contention_snapshot_len(const struct contention_snapshot *s)
+{
+	return s ? s->n : 0;
+}
+
+uint64_t contention_snapshot_id(const struct contention_snapshot *s, size_t i)
+{
+	return s->v[i].id;
+}
+
 void contention_forget(struct contention *c, uint64_t id)
 {
 	struct cpu_hist key = { .id = id }, *h;

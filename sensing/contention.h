@@ -10,6 +10,7 @@
 #define TW_CONTENTION_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "hist.h"
 
@@ -118,6 +119,9 @@ struct contention_drops {
 
 void contention_drops(const struct contention_snapshot *now,
 		      const struct contention_snapshot *prev, struct contention_drops *d);
+/* Number of cgroups in a snapshot (map entries), and the id of the i-th. */
+size_t contention_snapshot_len(const struct contention_snapshot *s);
+uint64_t contention_snapshot_id(const struct contention_snapshot *s, size_t i);
 /* Forget a cgroup that no longer exists (frees its map entries). */
 void contention_forget(struct contention *c, uint64_t id);
 

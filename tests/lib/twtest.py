@@ -39,7 +39,9 @@ PYTHON = "/usr/bin/python3"
 CGROUP_FS = "/sys/fs/cgroup"
 UNIFIED = os.path.join(CGROUP_FS, "unified")
 # Hierarchies a session may create cgroups in. "memory" is deliberately absent.
-ALLOWED_HIERARCHIES = ("unified", "cpu", "cpuacct")
+# "systemd", "blkio" and "pids" are for a test's own systemd user manager,
+# which creates its units' cgroups below its own in each of them (hybrid layout).
+ALLOWED_HIERARCHIES = ("unified", "cpu", "cpuacct", "blkio", "pids", "systemd")
 
 
 def log(msg):
@@ -85,9 +87,12 @@ class Cgroup:
         """cgroup2 id as bpf_get_current_cgroup_id() returns it."""
         return os.stat(self.unified).st_ino
 
-    def pids(self):
+    def pids(self, recursive=False):
         out = set()
-        for p in self.paths:
+        dirs = list(self.paths)
+        if recursive:
+            dirs = [d for p in self.paths for d, _, _ in os.walk(p)]
+        for p in dirs:
             try:
                 with open(os.path.join(p, "cgroup.procs")) as f:
                     out.update(int(x) for x in f.read().split())
@@ -168,6 +173,7 @@ class Session:
         self._cleaned = False
         self._cleaning = False
         self._lock = threading.RLock()
+        self._hooks = []        # run first at cleanup, newest first
         _install_handlers()
         _sessions.append(self)
         self.root = self._mkcg(self.prefix)
@@ -250,7 +256,7 @@ class Session:
         """
         deadline = time.monotonic() + timeout
         while True:
-            pids = cg.pids()
+            pids = cg.pids(recursive=True)
             if not pids:
                 break
             for pid in pids:
@@ -284,7 +290,24 @@ class Session:
             if self in _sessions:
                 _sessions.remove(self)
 
+    def on_cleanup(self, fn):
+        """Run fn() first at cleanup (also on failure or a signal), newest first."""
+        self._hooks.append(fn)
+
+    def _subtree(self, cg):
+        """cg's directories in every hierarchy and everything below them, deepest first."""
+        out = []
+        for top in cg.paths:
+            for d, _, _ in os.walk(top, topdown=False):
+                out.append(d)
+        return out
+
     def _cleanup(self):
+        for fn in reversed(self._hooks):
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 -- the rest of the cleanup must run
+                log("warning: cleanup hook failed: %s" % e)
         # 1. ask politely, newest first (clients before servers before top)
         for p in reversed(self.procs):
             if p.poll() is None:
@@ -308,9 +331,10 @@ class Session:
         # 2. descendants left in our cgroups (e.g. an nginx worker whose master died)
         for cg in reversed(self.cgroups):
             self.kill_cgroup(cg)
-        # 3. remove cgroups depth-first (children were created after parents)
+        # 3. remove cgroups depth-first (children were created after parents),
+        #    with whatever a test's systemd created below them
         for cg in reversed(self.cgroups):
-            for path in cg.paths:
+            for path in self._subtree(cg):
                 for _ in range(100):
                     try:
                         os.rmdir(path)
@@ -818,7 +842,7 @@ def within(a, b, rel=0.0, abs_=0.0):
 def leftovers():
     """Our own cgroups/processes still present after a run (should be none)."""
     found = []
-    for h in ("unified", "cpu", "cpuacct"):
+    for h in ALLOWED_HIERARCHIES:
         base = os.path.join(CGROUP_FS, h)
         try:
             for n in os.listdir(base):

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Unit= policies: a systemd unit's cgroup and its resource properties,
+ * through sd-bus (org.freedesktop.systemd1). The cgroup is the unit's
+ * ControlGroup property; CPU quota, CPU weight and I/O weight are changed
+ * with SetUnitProperties(runtime=true), so that `systemctl show` agrees
+ * with the cgroup files and a daemon-reload keeps them. Library code:
+ * returns -errno, logs nothing above debug. Every call is synchronous with
+ * a 2 s timeout, so a stuck manager costs a tick, not the daemon.
+ */
+#ifndef TW_UNIT_H
+#define TW_UNIT_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "action.h"
+#include "policy.h"
+
+struct unit_bus;
+
+/*
+ * Connect to a systemd manager and check that it answers: kind SYSTEM is
+ * the system bus, USER the session bus ($DBUS_SESSION_BUS_ADDRESS, else
+ * $XDG_RUNTIME_DIR/bus), AUTO the session bus when
+ * $DBUS_SESSION_BUS_ADDRESS is set, else the system bus. address, when
+ * not NULL, overrides all that (a state file's record). 0 or -errno;
+ * on error *why (may be NULL) says what failed, in words (static buffer).
+ */
+int unit_bus_open(enum config_bus kind, const char *address, struct unit_bus **out,
+		  const char **why);
+void unit_bus_free(struct unit_bus *b);
+/* "system bus" or "user bus", and the address it was reached at. */
+const char *unit_bus_name(const struct unit_bus *b);
+const char *unit_bus_address(const struct unit_bus *b);
+
+/* What a unit looks like now. Properties are raw (UINT64_MAX: not set). */
+struct unit_props {
+	char cgroup[PATH_MAX];  /* ControlGroup; "" while the unit is not running */
+	char active[32];        /* ActiveState */
+	uint64_t raw[KNOB_MAX]; /* CPUQuotaPerSecUSec, CPUWeight, IOWeight; cpufreq unused */
+};
+
+/*
+ * The unit's cgroup, state and properties. 0; -ENOENT when no such unit is
+ * loaded; -ENOTCONN when the bus connection is gone; -errno.
+ */
+int unit_get(struct unit_bus *b, const char *unit, struct unit_props *out);
+/*
+ * SetUnitProperties(unit, runtime=true, {property of kind: raw}).
+ * -EOPNOTSUPP for the frequency (not a unit property), -ENOENT when no
+ * such unit, -errno.
+ */
+int unit_set(struct unit_bus *b, const char *unit, enum knob_kind kind, uint64_t raw);
+
+/* The property behind a knob ("CPUWeight"), NULL for the frequency. */
+const char *unit_property(enum knob_kind kind);
+/*
+ * Raw property <-> canonical value (policy.h units): quota µs per second
+ * <-> fraction of a CPU (UINT64_MAX <-> INFINITY); weights as is, where
+ * not set means systemd's default, 100.
+ */
+double unit_raw_to_value(enum knob_kind kind, uint64_t raw);
+uint64_t unit_value_to_raw(enum knob_kind kind, double value);
+
+#endif
