@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdarg.h>
@@ -118,6 +119,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 int metrics_start(const char *address, struct metrics **out)
 {
 	struct metrics *m = calloc(1, sizeof(*m));
+	sigset_t all, old;
 	int fd;
 
 	if (!m)
@@ -128,6 +130,13 @@ int metrics_start(const char *address, struct metrics **out)
 		return fd;
 	}
 	pthread_mutex_init(&m->lock, NULL);
+	/*
+	 * The server's thread inherits our signal mask: with every signal
+	 * blocked there, SIGTERM and SIGHUP reach the event loop's signalfd
+	 * and nothing else.
+	 */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	m->d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
 				on_request, m,
 				MHD_OPTION_LISTEN_SOCKET, fd,
@@ -136,6 +145,7 @@ int metrics_start(const char *address, struct metrics **out)
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 				MHD_OPTION_END);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!m->d) {
 		close(fd);
 		pthread_mutex_destroy(&m->lock);

@@ -415,7 +415,7 @@ static int status_read(const char *path, struct json_object **out)
 	o = json_tokener_parse(buf);
 	free(buf);
 	if (!o || !status_valid(o, &bad)) {
-		log_error("%s: not a valid status file (%s); ignoring it", path,
+		log_error("%s: not a valid status file (%s%s); ignoring it", path, o ? "field missing or of the wrong type: " : "",
 			  o ? bad : "not JSON");
 		json_object_put(o);
 		return -EBADMSG;
