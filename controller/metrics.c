@@ -98,7 +98,7 @@ static int listen_on(const char *address)
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 128) < 0) {
+	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, METRICS_BACKLOG) < 0) {
 		r = -errno;
 		close(fd);
 		return r;

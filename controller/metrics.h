@@ -12,6 +12,8 @@
 #include <stddef.h>
 
 #define METRICS_CONNECTION_LIMIT 64
+/* Connections past the limit wait in the kernel's accept queue, this long. */
+#define METRICS_BACKLOG 1024
 #define METRICS_TIMEOUT_S 10
 
 struct metrics;

@@ -270,7 +270,7 @@ def test_prometheus():
     with tw.Session(("unified", "cpu", "cpuacct"), tag="prom") as sess:
         rig = Rig(sess)
         rig.run()
-        load = rig.load(20)
+        load = rig.load(25)
         prom, pport = prometheus(sess, rig.port)
         # Scrape latency under the load, from here.
         lat = []
@@ -288,7 +288,7 @@ def test_prometheus():
         res = []
         while time.monotonic() < deadline:
             res = prom_query(pport, q)
-            if res and float(res[0]["value"][1]) > 0:
+            if res and float(res[0]["value"][1]) > 0.8 * RATE:  # the window all under load
                 break
             time.sleep(1)
         check(res and float(res[0]["value"][1]) > 0, "prometheus: %s -> %s" % (q, res))
@@ -299,7 +299,8 @@ def test_prometheus():
         tw.log("prometheus: %s -> %s" % (hq, h[0]["value"][1] if h else h))
         up = prom_query(pport, 'up{job="tailwarden"}')
         check(up and up[0]["value"][1] == "1", "up: %s" % up)
-        load.result(timeout=40)
+        lg = load.result(timeout=40)
+        tw.log("loadgen: %s req sent, %s completed in %s s" % (lg.get("sent"), lg.get("completed"), lg.get("duration_s")))
         sess.stop(prom)
         check(rate > RATE / 4, "rate %.0f req/s, loadgen offered %d" % (rate, RATE))
         return ("prometheus rate %.0f req/s (offered %d); /metrics scrape p50 %.1f ms max %.1f ms, %d bytes"
@@ -334,24 +335,34 @@ def test_endpoint():
         reply = s.recv(200)
         s.close()
         check(reply == b"" or reply.startswith(b"HTTP/1.1 4"), "garbage request got %r" % reply[:60])
-        # 500 idle connections held open: the loop ticks on time.
+        # 500 idle connections held open (the server serves 64 at a time; the
+        # rest wait in the kernel's accept queue): the loop ticks on time.
         conns = []
         for _ in range(IDLE_CONNS):
             try:
                 conns.append(socket.create_connection(("127.0.0.1", rig.port), timeout=2))
             except OSError:
                 break
-        t0 = time.time()
-        time.sleep(4)
-        st = rig.status_json()
         held = len(conns)
-        ticks_worst = st["tick_duration_s"]
-        age = t0 + 4 - st["last_tick"]
+        worst, oldest = 0.0, 0.0
+        t_end = time.monotonic() + 4
+        while time.monotonic() < t_end:
+            st = rig.status_json()
+            worst = max(worst, st["tick_duration_s"])
+            oldest = max(oldest, time.time() - st["last_tick"])
+            time.sleep(0.2)
+        code_held = None
+        try:
+            code_held = http("GET", rig.url(), timeout=1)[0]
+        except OSError:
+            pass
         for c in conns:
             c.close()
         check(held == IDLE_CONNS, "only %d idle connections could be opened" % held)
-        check(ticks_worst < PERIOD_S, "tick took %.3f s with %d idle connections" % (ticks_worst, held))
-        check(age < 2 * PERIOD_S, "last tick %.2f s old with %d idle connections" % (age, held))
+        check(worst < PERIOD_S, "a tick took %.3f s with %d idle connections" % (worst, held))
+        check(oldest < 2 * PERIOD_S, "last tick %.2f s old with %d idle connections" % (oldest, held))
+        ticks_worst, age = worst, oldest
+        info("with %d idle connections /metrics answered %s (the connection limit)" % (held, code_held))
         time.sleep(0.5)
         t1 = time.monotonic()
         code, body, _ = http("GET", rig.url())
