@@ -11,7 +11,7 @@ VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUTPUT) -Ibpf -Isensing -Icontroller -Ipolicies
-LDLIBS := -lbpf -lelf -lz -ljson-c -lm -lcpupower -linih -lsystemd
+LDLIBS := -lbpf -lelf -lz -ljson-c -lm -lcpupower -linih -lsystemd -lmicrohttpd -lpthread
 ifeq ($(SANITIZE),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
@@ -28,7 +28,8 @@ endif
 SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c sensing/diagnosis.c sensing/contention.c sensing/reap.c
 CONTROLLER := controller/run.c controller/manager.c controller/top.c controller/output.c controller/log.c \
 	controller/knob.c controller/cpufreq.c controller/knob_state.c controller/restore.c controller/check.c \
-	controller/unit.c controller/daemon.c
+	controller/unit.c controller/daemon.c \
+	controller/report.c controller/expo.c controller/status.c controller/metrics.c
 POLICIES := policies/action.c policies/engine.c policies/policy.c policies/parse.c policies/units.c
 LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(SENSING) $(CONTROLLER) $(POLICIES))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -94,8 +95,8 @@ tests: tailwarden $(UNIT_TESTS) $(TEST_TOOLS)
 # Debian packages for building and for the real servers and clients the
 # tests drive; installed only when missing.
 PACKAGES := clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev \
-	libcmocka-dev libcpupower-dev libinih-dev libsystemd-dev libclang-rt-dev pkg-config make python3 nginx-light redis-server redis-tools \
-	memcached wrk stress-ng fio gnuplot-nox bash-completion groff-base man-db \
+	libcmocka-dev libcpupower-dev libinih-dev libsystemd-dev libmicrohttpd-dev libclang-rt-dev pkg-config make python3 nginx-light redis-server redis-tools \
+	memcached wrk stress-ng fio gnuplot-nox prometheus bash-completion groff-base man-db \
 	systemd dbus-user-session
 deps:
 	$(Q)scripts/install-deps $(PACKAGES)
@@ -111,6 +112,7 @@ integration: tailwarden $(TEST_TOOLS) $(OUTPUT)/tests/test_knob
 	$(Q)tests/integration/test_faults.py
 	$(Q)tests/integration/test_install.py
 	$(Q)tests/integration/test_systemd.py
+	$(Q)tests/integration/test_observe.py
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory tests

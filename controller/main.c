@@ -4,8 +4,6 @@
 #include <string.h>
 #include "commands.h"
 
-#define TW_VERSION "0.1.0"
-
 static const struct {
 	const char *name;
 	int (*fn)(int argc, char **argv);
@@ -15,6 +13,7 @@ static const struct {
 	{ "top", cmd_top, "live per-cgroup request rate and latency inferred from the kernel" },
 	{ "restore", cmd_restore, "restore knobs recorded in the state file (after a crash)" },
 	{ "check", cmd_check, "validate policy and config files" },
+	{ "status", cmd_status, "what the running daemon does now (exit status 3: not running)" },
 };
 
 static void usage(FILE *f)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <json-c/json.h>
@@ -27,6 +28,11 @@
 #include "knob.h"
 #include "log.h"
 #include "manager.h"
+#include "expo.h"
+#include "metrics.h"
+#include "commands.h"
+#include "report.h"
+#include "status.h"
 #include "reap.h"
 #include "sensing.h"
 #include "unit.h"
@@ -82,7 +88,29 @@ struct manager {
 	struct contention_drops cdrops;
 	uint64_t reaped;
 	char reload_error[256];    /* the last rejected reload, for STATUS= */
+	struct report *report;     /* for `tailwarden status` and /metrics */
+	struct metrics *metrics;   /* NULL with Metrics=no */
+	bool status_failed;        /* the last status.json write failed (said once) */
 };
+
+static void hook_sample(struct manager *m, struct service_rt *s, const struct qos_sample *q,
+			const struct contention_sample *c);
+static void hook_window(struct manager *m, struct service_rt *s);
+static void hook_action(struct manager *m, struct service_rt *s, const struct action *a,
+			bool applied, int err);
+static void hook_publish(struct manager *m, uint64_t tick_start_usec);
+static void hook_drops(struct manager *m, const struct sensor_drops *d,
+		       const struct contention_drops *cd, size_t freed);
+static int hooks_open(struct manager *m);
+static void hooks_close(struct manager *m);
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
+}
 
 static const struct sensor_opts sensor_defaults = SENSOR_OPTS_DEFAULT;
 
@@ -422,6 +450,7 @@ static void apply(struct manager *m, const struct action *a)
 		s->wrote[a->knob] = true;
 	}
 	decision_log(m, s, a, !m->o.dry_run && !r, r);
+	hook_action(m, s, a, !m->o.dry_run && !r, r); /* status and metrics */
 }
 
 static bool same_value(double a, double b)
@@ -485,6 +514,7 @@ static void sense_service(struct manager *m, struct service_rt *s, int idx,
 {
 	struct qos_sample q;
 	struct contention_sample c;
+	bool have_c = false;
 
 	/* The window figures are big: only the latest tick's are on the stack. */
 	memset(in, 0, sizeof(*in));
@@ -496,6 +526,7 @@ static void sense_service(struct manager *m, struct service_rt *s, int idx,
 	sensor_sample(now, m->prev, s->cgid, iv, &q);
 	if (m->cont && cnow &&
 	    !contention_sample(m->cont, cnow, m->cprev, s->cgid, s->cg, iv, &c)) {
+		have_c = true;
 		diag_update(s->diag, &q, &c, &s->last_diag);
 		s->have_diag = true;
 		/* Sizes the first quota cut of a best-effort service with none. */
@@ -505,8 +536,10 @@ static void sense_service(struct manager *m, struct service_rt *s, int idx,
 		diag_update(s->diag, &q, NULL, &s->last_diag);
 		s->have_diag = m->cont != NULL;
 	}
+	hook_sample(m, s, &q, have_c ? &c : NULL); /* status and metrics */
 	if (!window_add(s, &q))
 		return;
+	hook_window(m, s); /* status and metrics */
 	in->have_window = true;
 	in->requests = s->window.requests;
 	in->latency_ns = hist_percentile(&s->window.latency, s->p->percentile);
@@ -538,6 +571,7 @@ static void tables_tick(struct manager *m, const struct sensor_snapshot *now,
 	struct sensor_drops d;
 	struct contention_drops cd = { 0 };
 	uint64_t t;
+	size_t freed;
 
 	sensor_drops(now, m->prev, &d);
 	if (cnow && m->cprev)
@@ -548,7 +582,9 @@ static void tables_tick(struct manager *m, const struct sensor_snapshot *now,
 	m->cdrops.cgroups += cd.cgroups;
 	m->cdrops.stamps += cd.stamps;
 	sd_event_now(m->event, CLOCK_MONOTONIC, &t);
-	m->reaped += sensing_reap(m->names, (t - read_usec) / 1000, m->sensor, now, m->cont, cnow);
+	freed = sensing_reap(m->names, (t - read_usec) / 1000, m->sensor, now, m->cont, cnow);
+	m->reaped += freed;
+	hook_drops(m, &d, &cd, freed); /* status and metrics */
 	if (!m->drops_since_usec)
 		m->drops_since_usec = usec;
 	if (usec - m->drops_since_usec < DROPS_LOG_USEC)
@@ -588,10 +624,11 @@ static int tick(struct manager *m, uint64_t usec)
 	struct sensor_snapshot *now = NULL;
 	struct contention_snapshot *cnow = NULL;
 	struct action acts[nacts];
-	uint64_t read_usec;
+	uint64_t read_usec, start_usec;
 	double iv;
 	int n, r;
 
+	start_usec = now_usec(); /* status and metrics: the tick's duration */
 	daemon_test_stall(m->ticks);
 	bus_connect(m, usec);
 	sd_event_now(m->event, CLOCK_MONOTONIC, &read_usec);
@@ -617,6 +654,7 @@ static int tick(struct manager *m, uint64_t usec)
 	m->last_usec = usec;
 	m->ticks++;
 	notify_status(m);
+	hook_publish(m, start_usec); /* status and metrics */
 	sd_event_now(m->event, CLOCK_MONOTONIC, &read_usec);
 	daemon_watchdog_progress(m->watchdog, read_usec);
 	return 0;
@@ -790,6 +828,8 @@ int manager_new(const struct manager_opts *o, struct manager **out)
 		r = open_sensors(m);
 	if (!r)
 		r = open_outputs(m);
+	if (!r)
+		r = hooks_open(m); /* status and metrics */
 	if (r)
 		goto fail;
 	*out = m;
@@ -832,10 +872,12 @@ int manager_run(struct manager *m)
 		return log_error_errno(r, "Failed to set up the event loop");
 	log_info("running: %zu service(s), period %.0f ms%s", m->set->n, m->cfg->period_ns / 1e6,
 		 m->o.dry_run ? ", dry-run" : "");
+	hook_publish(m, 0); /* status and metrics, before the first tick */
 	notify_status(m);
 	sd_notify(0, "READY=1");
 	r = sd_event_loop(m->event);
 	sd_notify(0, "STOPPING=1");
+	hooks_close(m); /* status and metrics */
 	rr = restore(m);
 	return r < 0 ? r : rr;
 }
@@ -853,6 +895,8 @@ void manager_free(struct manager *m)
 	sensor_free(m->sensor);
 	knob_state_free(m->state);
 	daemon_watchdog_free(m->watchdog);
+	metrics_stop(m->metrics);
+	report_free(m->report);
 	unit_bus_free(m->bus);
 	cg_names_free(m->names);
 	if (m->decisions)
@@ -860,4 +904,195 @@ void manager_free(struct manager *m)
 	sd_event_unref(m->event);
 	config_free(m->cfg);
 	free(m);
+}
+
+/* ---- status and metrics: what the hooks above feed (report.h) ---- */
+
+/* Copy, truncating where it must (the report's fields are bounded). */
+static void hook_copy(char *dst, size_t len, const char *src)
+{
+	size_t n = strnlen(src, len - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static struct report_service *hook_service(struct manager *m, const struct service_rt *s)
+{
+	return m->report ? report_service(m->report, s->p->name) : NULL;
+}
+
+static void hook_sample(struct manager *m, struct service_rt *s, const struct qos_sample *q,
+			const struct contention_sample *c)
+{
+	struct report_service *rs = hook_service(m, s);
+
+	if (rs)
+		report_sample(rs, q, c);
+}
+
+static void hook_window(struct manager *m, struct service_rt *s)
+{
+	struct report_service *rs = hook_service(m, s);
+
+	if (rs)
+		report_window(rs, &s->window.latency, s->window.requests, s->window.interval_s,
+			      s->p->klass == POLICY_LATENCY_CRITICAL ? s->p->percentile : NAN);
+}
+
+static void hook_action(struct manager *m, struct service_rt *s, const struct action *a,
+			bool applied, int err)
+{
+	struct report_service *rs = hook_service(m, s);
+
+	if (rs)
+		report_action(m->report, rs, a, m->o.dry_run, applied, err);
+}
+
+static const struct policy_range *hook_range(const struct policy *p, enum knob_kind k)
+{
+	switch (k) {
+	case KNOB_CPU_QUOTA: return &p->cpu_quota;
+	case KNOB_CPU_WEIGHT: return &p->cpu_weight;
+	case KNOB_IO_WEIGHT: return &p->io_weight;
+	case KNOB_CPU_FREQ: return &p->cpu_freq_khz;
+	default: return NULL;
+	}
+}
+
+static void hook_knobs(struct manager *m, struct service_rt *s, struct report_service *rs)
+{
+	for (int k = 0; k < KNOB_MAX; k++) {
+		struct report_knob *kn = &rs->knobs[k];
+		const struct policy_range *range = hook_range(s->p, k);
+		double v = NAN;
+
+		if (unit_knob(s, k) && m->bus && s->cgid)
+			v = unit_raw_to_value(k, s->up.raw[k]);
+		else if (!unit_knob(s, k) && s->knobs && knob_available(s->knobs, k, NULL) &&
+			 knob_read(s->knobs, k, &v))
+			v = NAN;
+		kn->shown = (range && range->set) || s->wrote[k];
+		kn->value = v;
+		kn->overridden = s->overridden[k];
+		kn->ours = !m->o.dry_run && s->wrote[k] && !s->overridden[k];
+		kn->ours_value = s->wrote[k] ? s->written[k] : NAN;
+		if (!s->wrote[k])
+			kn->original = NAN;
+	}
+}
+
+/* Everything the report shows of service i now. */
+static void hook_service_state(struct manager *m, struct service_rt *s, int i)
+{
+	struct report_service *rs = hook_service(m, s);
+	const char *v = engine_verdict(m->engine, i);
+
+	if (!rs)
+		return;
+	rs->active = true;
+	rs->latency_critical = s->p->klass == POLICY_LATENCY_CRITICAL;
+	if (s->cgid != rs->cgroup_id && s->cgid) /* a new instance: originals anew */
+		for (int k = 0; k < KNOB_MAX; k++)
+			rs->knobs[k].original = NAN;
+	hook_copy(rs->cgroup, sizeof(rs->cgroup), s->cg);
+	hook_copy(rs->unit, sizeof(rs->unit), s->p->unit ? s->p->unit : "");
+	rs->cgroup_id = s->cgid;
+	rs->percentile = rs->latency_critical ? s->p->percentile : NAN;
+	rs->target_s = rs->latency_critical ? s->p->target_ns / 1e9 : NAN;
+	rs->slack = rs->latency_critical ? engine_slack(m->engine, i) : NAN;
+	hook_copy(rs->verdict, sizeof(rs->verdict), v ? v : "");
+	hook_copy(rs->absent, sizeof(rs->absent), s->cgid ? "" : s->absent);
+	hook_knobs(m, s, rs);
+}
+
+static void hook_tables(struct manager *m)
+{
+	struct report *r = m->report;
+
+	r->have_contention = m->cont != NULL;
+	r->maps[0].entries = m->prev ? sensor_snapshot_len(m->prev) : 0;
+	r->maps[0].capacity = sensor_defaults.max_cgroups;
+	r->maps[1].entries = m->cprev ? contention_snapshot_len(m->cprev) : 0;
+	r->maps[1].capacity = 4096;
+}
+
+static void hook_drops(struct manager *m, const struct sensor_drops *d,
+		       const struct contention_drops *cd, size_t freed)
+{
+	struct report *r = m->report;
+
+	if (!r)
+		return;
+	r->drop_req_cgroups += d->cgroups;
+	r->drop_req_conns += d->conns;
+	r->drop_req_spans += d->spans_negative + d->spans_absurd;
+	r->drop_cont_cgroups += cd->cgroups;
+	r->drop_cont_stamps += cd->stamps;
+	r->freed += freed;
+}
+
+static void hook_publish(struct manager *m, uint64_t tick_start_usec)
+{
+	struct report *r = m->report;
+	struct timespec ts;
+	char *text;
+	size_t len;
+	int e;
+
+	if (!r)
+		return;
+	report_begin(r);
+	for (size_t i = 0; i < m->set->n; i++)
+		hook_service_state(m, &m->svc[i], i);
+	hook_tables(m);
+	hook_copy(r->reload_error, sizeof(r->reload_error), m->reload_error);
+	snprintf(r->sensing_mode, sizeof(r->sensing_mode), "%s",
+		 m->sensor ? sensor_mode_name(sensor_mode(m->sensor)) : "");
+	if (tick_start_usec) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r->last_tick = ts.tv_sec + ts.tv_nsec / 1e9;
+		r->tick_duration_s = (now_usec() - tick_start_usec) / 1e6;
+		r->ticks = m->ticks;
+	}
+	e = status_write(r, m->cfg->state_dir);
+	if (e && !m->status_failed)
+		log_warning("cannot write %s/" STATUS_FILE ": %s; 'tailwarden status' will not see this daemon, ignoring",
+			    m->cfg->state_dir, strerror(-e));
+	m->status_failed = e != 0;
+	if (m->metrics && !expo_render(r, TW_VERSION, &text, &len))
+		metrics_publish(m->metrics, text, len);
+}
+
+static int hooks_open(struct manager *m)
+{
+	const char *why = NULL;
+	int r;
+
+	m->report = report_new(getpid(), m->o.dry_run, m->cfg->period_ns / 1e9);
+	if (!m->report)
+		return -ENOMEM;
+	r = status_dir_prepare(m->cfg->state_dir, &why);
+	if (r)
+		return log_error("refusing to start: the state directory %s %s (%s)", m->cfg->state_dir,
+				 why, strerror(-r)), r;
+	if (!m->cfg->metrics)
+		return 0;
+	r = metrics_start(m->cfg->metrics, &m->metrics);
+	if (r == -EADDRINUSE)
+		log_error("refusing to start: cannot serve metrics on %s: the address is in use (set Metrics= to another ADDRESS:PORT, or Metrics=no)",
+			  m->cfg->metrics);
+	else if (r)
+		log_error_errno(r, "refusing to start: cannot serve metrics on %s", m->cfg->metrics);
+	else
+		log_info("metrics on http://%s/metrics", m->cfg->metrics);
+	return r;
+}
+
+static void hooks_close(struct manager *m)
+{
+	metrics_stop(m->metrics);
+	m->metrics = NULL;
+	if (m->report)
+		status_remove(m->cfg->state_dir);
 }

@@ -4,6 +4,7 @@
  * whole-file and whole-set rules. Lexing is in parse.c, units in units.c.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -11,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include "parse.h"
 #include "policy.h"
@@ -618,7 +621,7 @@ int policy_set_load(char *const *paths, size_t n, struct policy_set **out,
 /* ---- the main config ---- */
 
 enum { S_CONTROLLER };
-enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_CGROUP_BASE, K_BUS };
+enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_CGROUP_BASE, K_BUS, K_METRICS };
 
 /* Absolute, no control characters, no trailing '/' (a file's path has none at all). */
 static int set_path(char **dst, const char *v, bool file, char *why)
@@ -681,6 +684,70 @@ static int set_bus(void *obj, const char *v, char *why)
 	return fail(why, "'%s' is not one of auto, system, user", v);
 }
 
+int config_parse_address(const char *address, struct sockaddr_storage *ss, unsigned *len)
+{
+	char host[64];
+	const char *colon = strrchr(address, ':');
+	char *end;
+	unsigned long port;
+	size_t hl;
+
+	if (!colon || colon == address)
+		return -EINVAL;
+	port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || port < 1 || port > 65535 || colon[1] == '+' || colon[1] == '-')
+		return -EINVAL;
+	hl = colon - address;
+	memset(ss, 0, sizeof(*ss));
+	if (address[0] == '[') {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		if (hl < 3 || address[hl - 1] != ']' || hl - 2 >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, address + 1, hl - 2);
+		host[hl - 2] = '\0';
+		if (inet_pton(AF_INET6, host, &s6->sin6_addr) != 1)
+			return -EINVAL;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		*len = sizeof(*s6);
+		return 0;
+	}
+	if (hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, address, hl);
+	host[hl] = '\0';
+	{
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
+			return -EINVAL;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+		*len = sizeof(*s4);
+	}
+	return 0;
+}
+
+/* Metrics=ADDRESS:PORT or no. */
+static int set_metrics(void *obj, const char *v, char *why)
+{
+	struct tw_config *c = obj;
+	struct sockaddr_storage ss;
+	unsigned len;
+	bool on;
+
+	free(c->metrics);
+	c->metrics = NULL;
+	c->metrics_set = true;
+	if (!unit_parse_bool(v, &on, why) && !on)
+		return 0;
+	if (config_parse_address(v, &ss, &len))
+		return fail(why, "'%s' is not IPV4:PORT, [IPV6]:PORT or no", v);
+	c->metrics = strdup(v);
+	return c->metrics ? 0 : -ENOMEM;
+}
+
 static const char *const config_sections[] = { "Controller" };
 
 static const struct ini_key config_keys[] = {
@@ -691,6 +758,7 @@ static const struct ini_key config_keys[] = {
 	[K_DECISION_LOG] = { S_CONTROLLER, "DecisionLog", "an absolute file path", set_decision_log },
 	[K_CGROUP_BASE] = { S_CONTROLLER, "CgroupBase", "an absolute path", set_cgroup_base },
 	[K_BUS] = { S_CONTROLLER, "Bus", "auto, system or user", set_bus },
+	[K_METRICS] = { S_CONTROLLER, "Metrics", "IPV4:PORT, [IPV6]:PORT or no", set_metrics },
 };
 
 static const struct ini_schema config_schema = {
@@ -711,6 +779,7 @@ void config_free(struct tw_config *c)
 	free(c->state_dir);
 	free(c->decision_log);
 	free(c->cgroup_base);
+	free(c->metrics);
 	free(c);
 }
 
@@ -744,6 +813,8 @@ static int config_defaults(struct tw_config *c)
 	if (!c->state_dir && !(c->state_dir = strdup(DEFAULT_STATE_DIR)))
 		return -ENOMEM;
 	if (!c->cgroup_base && !(c->cgroup_base = strdup(DEFAULT_CGROUP_BASE)))
+		return -ENOMEM;
+	if (!c->metrics_set && !(c->metrics = strdup(DEFAULT_METRICS_ADDRESS)))
 		return -ENOMEM;
 	if (!c->decision_log &&
 	    asprintf(&c->decision_log, "%s/decisions.jsonl",
@@ -853,8 +924,9 @@ int config_describe(const struct tw_config *c, char *buf, size_t len)
 	if (len)
 		buf[0] = '\0';
 	unit_format_duration(c->period_ns, period, sizeof(period));
-	sb_printf(&sb, "%s: period %s, dry-run %s, policies %s, state %s, decision log %s, cgroup base %s",
+	sb_printf(&sb, "%s: period %s, dry-run %s, policies %s, state %s, decision log %s, cgroup base %s, metrics %s",
 		  c->file ? c->file : "(defaults)", period, c->dry_run ? "yes" : "no",
-		  c->policies_dir, c->state_dir, c->decision_log, c->cgroup_base);
+		  c->policies_dir, c->state_dir, c->decision_log, c->cgroup_base,
+		  c->metrics ? c->metrics : "no");
 	return sb.off;
 }

@@ -66,7 +66,15 @@ struct tw_config {
 	char *decision_log;     /* JSON Lines path, default <state_dir>/decisions.jsonl */
 	char *cgroup_base;      /* default /sys/fs/cgroup */
 	enum config_bus bus;    /* default auto */
+	char *metrics;          /* Metrics=: ADDRESS:PORT of /metrics, NULL for no */
+	bool metrics_set;       /* Metrics= was given (no default then) */
 };
+
+#define DEFAULT_METRICS_ADDRESS "127.0.0.1:9477"
+
+/* "IPV4:PORT" or "[IPV6]:PORT" (numeric) into a socket address. 0 or -EINVAL. */
+struct sockaddr_storage;
+int config_parse_address(const char *address, struct sockaddr_storage *ss, unsigned *len);
 
 /* One problem found in a file: "FILE:LINE: message". */
 struct policy_error {

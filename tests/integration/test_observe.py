@@ -1,0 +1,435 @@
+#!/usr/bin/python3
+"""Integration tests of what the running daemon shows: `tailwarden status`
+and the Prometheus endpoint.
+
+nginx runs in a test cgroup under an open-loop load (loadgen, 2000 req/s);
+`tailwarden run --dry-run` has a latency-critical policy over it and a
+best-effort one over a sleeper. The tests check what a user would see:
+status says `not running` (exit 3) before, the service, its cgroup id, a
+p99 and knobs while running, `not running` after kill -9; a real Prometheus
+scraping the endpoint returns a request rate above zero; malformed requests
+get HTTP errors; 500 idle connections to the endpoint do not slow the
+control loop; a taken port and Metrics=no behave.
+
+Usage: test_observe.py [-v] [TEST...]   (as root; prints PASS/FAIL/SKIP per
+test and "N passed, N failed, N skipped"; exits 1 when a test failed).
+"""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+import twtest as tw  # noqa: E402
+from twtest import check, TestFailure  # noqa: E402
+
+SERVER_CPU = 0
+CLIENT_CPU = 1
+RATE = 2000
+PERIOD = "500ms"
+PERIOD_S = 0.5
+IDLE_CONNS = 500
+
+
+def info(msg):
+    if tw.verbose():
+        tw.log(msg)
+
+
+class Rig:
+    """nginx in web, a sleeper in batch, policies and config in a tmpdir."""
+
+    def __init__(self, sess, metrics=True):
+        self.sess = sess
+        self.web = sess.cgroup("web")
+        self.batch = sess.cgroup("batch")
+        self.nginx = sess.nginx(self.web, cpu=SERVER_CPU)
+        sess.sleeper(self.batch)
+        self.dir = sess.tmpdir("observe")
+        self.port = tw.free_port() if metrics else None
+        self.state = os.path.join(self.dir, "state")
+        self.pol = os.path.join(self.dir, "policies")
+        os.makedirs(self.pol)
+        with open(os.path.join(self.pol, "web.policy"), "w") as f:
+            f.write("[Service]\nCgroup=%s\nClass=latency-critical\n"
+                    "[Objective]\nPercentile=99\nTarget=20ms\nMinRequests=50\nWindow=1s\n"
+                    % self.web.rel)
+        with open(os.path.join(self.pol, "batch.policy"), "w") as f:
+            f.write("[Service]\nCgroup=%s\nClass=best-effort\n"
+                    "[Limits]\nCPUWeight=1..100\nCPUQuota=5%%..max\n" % self.batch.rel)
+        self.conf = os.path.join(self.dir, "tailwarden.conf")
+        self.write_conf("127.0.0.1:%d" % self.port if metrics else "no")
+        self.proc = None
+
+    def write_conf(self, metrics):
+        with open(self.conf, "w") as f:
+            f.write("[Controller]\nPeriod=%s\nStateDir=%s\nDecisionLog=%s/decisions.jsonl\n"
+                    "DryRun=yes\nMetrics=%s\n" % (PERIOD, self.state, self.dir, metrics))
+
+    def run(self, expect_running=True):
+        self.log = open(os.path.join(self.dir, "run.log"), "w+")
+        p = self.sess.spawn([tw.TAILWARDEN, "run", "--config", self.conf, "--policies", self.pol],
+                            stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = p
+        deadline = time.monotonic() + 20
+        while "running:" not in self.log_text():
+            if p.poll() is not None:
+                if expect_running:
+                    raise TestFailure("tailwarden run exited %s: %s" % (p.returncode, self.log_text()))
+                return p
+            if time.monotonic() > deadline:
+                raise TestFailure("tailwarden run not running after 20 s: %s" % self.log_text())
+            time.sleep(0.1)
+        return p
+
+    def log_text(self):
+        self.log.flush()
+        with open(self.log.name) as f:
+            return f.read()
+
+    def status(self, *extra):
+        r = subprocess.run([tw.TAILWARDEN, "status", "--config", self.conf] + list(extra),
+                           capture_output=True, text=True, timeout=10)
+        return r.returncode, r.stdout, r.stderr
+
+    def status_json(self):
+        rc, out, err = self.status("--json")
+        check(rc == 0, "status --json exited %d: %s %s" % (rc, out, err))
+        return json.loads(out)
+
+    def url(self, path="/metrics"):
+        return "http://127.0.0.1:%d%s" % (self.port, path)
+
+    def load(self, seconds):
+        return self.sess.loadgen("http", self.nginx.port, RATE, seconds, conns=8, cpu=CLIENT_CPU,
+                                 background=True)
+
+    def wait_window(self, timeout=15):
+        """Until status shows a p99 for web."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = self.status_json()
+            web = [s for s in st["services"] if s["name"] == "web"]
+            if web and web[0]["p99_us"] is not None:
+                return st
+            time.sleep(0.5)
+        raise TestFailure("no p99 for web in status after %d s: %s" % (timeout, st))
+
+
+def http(method, url, data=None, timeout=5):
+    req = urllib.request.Request(url, data=data, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read().decode(), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(), dict(e.headers)
+
+
+def parse_metrics(text):
+    """{(name, frozenset(labels)): value} of an exposition text."""
+    out = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        head, _, val = line.rpartition(" ")
+        name, labels = head, {}
+        if "{" in head:
+            name, rest = head.split("{", 1)
+            for part in rest.rstrip("}").split('",'):
+                if "=" in part:
+                    k, v = part.split("=", 1)
+                    labels[k] = v.strip('"')
+        out[(name, frozenset(labels.items()))] = float(val)
+    return out
+
+
+def metric(m, name, **labels):
+    for (n, ls), v in m.items():
+        if n == name and all((k, v2) in ls for k, v2 in labels.items()):
+            return v
+    return None
+
+
+# -- status -------------------------------------------------------------------
+
+def test_status():
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="status") as sess:
+        rig = Rig(sess)
+        rc, out, _ = rig.status()
+        check(rc == 3 and out.strip() == "not running",
+              "before start: exit %d, %r (want 3, 'not running')" % (rc, out))
+        rc, out, _ = rig.status("--json")
+        check(rc == 3 and json.loads(out)["running"] is False, "before start, --json: %d %r" % (rc, out))
+        p = rig.run()
+        load = rig.load(12)
+        st = rig.wait_window()
+        for k in ("running", "pid", "dry_run", "period_s", "services", "last_actions"):
+            check(k in st, "status --json lacks %r: %s" % (k, st))
+        check(st["running"] is True and st["pid"] == p.pid and st["dry_run"] is True
+              and abs(st["period_s"] - PERIOD_S) < 1e-9, "status header wrong: %s" % st)
+        web = [s for s in st["services"] if s["name"] == "web"][0]
+        batch = [s for s in st["services"] if s["name"] == "batch"][0]
+        for k in ("name", "class", "cgroup", "cgroup_id", "target_us", "p99_us", "rps", "slack",
+                  "verdict", "knobs"):
+            check(k in web, "service lacks %r: %s" % (k, web))
+        check(web["cgroup_id"] == rig.web.inode, "web cgroup_id %s, the cgroup's inode is %d"
+              % (web["cgroup_id"], rig.web.inode))
+        check(web["cgroup"] == rig.web.rel, "web cgroup %r, want %r" % (web["cgroup"], rig.web.rel))
+        check(web["class"] == "latency-critical" and web["target_us"] == 20000,
+              "web class/target: %s" % web)
+        check(web["p99_us"] > 0 and web["rps"] > RATE / 4, "web p99 %s us, %s req/s" % (web["p99_us"], web["rps"]))
+        check(batch["target_us"] is None and batch["p99_us"] is None and batch["slack"] is None,
+              "best-effort fields that do not apply must be null: %s" % batch)
+        knobs = {k["knob"]: k for k in batch["knobs"]}
+        check(set(knobs) == {"cpu.max", "cpu.weight"}, "batch knobs: %s" % batch["knobs"])
+        for k in knobs.values():
+            for f in ("value", "original", "ours"):
+                check(f in k, "knob lacks %r: %s" % (f, k))
+            check(k["ours"] is False, "dry-run: no knob is ours: %s" % k)
+        check(knobs["cpu.weight"]["value"] == 100, "batch cpu.weight %s (cpu.shares 1024 -> 100)" % knobs["cpu.weight"])
+        rc, text, _ = rig.status()
+        check(rc == 0, "status exited %d" % rc)
+        for want in ("running (pid %d)" % p.pid, "dry-run", "● web", "id %d" % rig.web.inode,
+                     "p99", "cpu.weight", "request_cgroups"):
+            check(want in text, "status lacks %r:\n%s" % (want, text))
+        info("status:\n" + text)
+        # SIGHUP with a bad policy set: kept out, and visible.
+        with open(os.path.join(rig.pol, "bad.policy"), "w") as f:
+            f.write("[Service]\nCgroup=/nope\nClass=sometimes\n")
+        os.kill(p.pid, signal.SIGHUP)
+        deadline = time.monotonic() + 5
+        while rig.status_json()["reload_error"] is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        st = rig.status_json()
+        check(st["reload_error"] and "bad.policy" in st["reload_error"],
+              "a rejected reload is not in status: %s; log: %s" % (st["reload_error"], rig.log_text()[-1500:]))
+        rc, text, _ = rig.status()
+        check("REJECTED" in text, "human status does not show the rejected reload:\n%s" % text)
+        os.unlink(os.path.join(rig.pol, "bad.policy"))
+        load.result(timeout=40)
+        # kill -9: the file stays, status must still say not running.
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(5)
+        check(os.path.exists(os.path.join(rig.state, "status.json")), "status.json gone after kill -9?")
+        rc, out, _ = rig.status()
+        check(rc == 3 and out.strip() == "not running", "after kill -9: exit %d, %r" % (rc, out))
+        # A clean stop removes the file.
+        p = rig.run()
+        check(rig.status()[0] == 0, "status not running after restart")
+        sess.stop(p)
+        check(not os.path.exists(os.path.join(rig.state, "status.json")), "status.json left after SIGTERM")
+        rc, out, _ = rig.status()
+        check(rc == 3, "after SIGTERM: exit %d" % rc)
+        # A forged file, pid of a live process that is not tailwarden.
+        os.makedirs(rig.state, exist_ok=True)
+        with open(os.path.join(rig.state, "status.json"), "w") as f:
+            f.write(json.dumps({"pid": os.getpid()}))
+        rc, out, err = rig.status()
+        check(rc == 3 and "not a valid status file" in err, "a malformed status file: exit %d %r %r" % (rc, out, err))
+        return "web p99 %.0f us at %.0f req/s; cgroup id %d" % (web["p99_us"], web["rps"], web["cgroup_id"])
+
+
+# -- Prometheus ---------------------------------------------------------------
+
+def prometheus(sess, target_port):
+    prom = shutil.which("prometheus")
+    if not prom:
+        raise tw.SetupError("prometheus not installed (Debian package prometheus)")
+    d = sess.tmpdir("prom")
+    port = tw.free_port()
+    with open(os.path.join(d, "prometheus.yml"), "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                "scrape_configs:\n  - job_name: tailwarden\n    static_configs:\n"
+                "      - targets: ['127.0.0.1:%d']\n" % target_port)
+    log = open(os.path.join(d, "prometheus.log"), "w")
+    p = sess.spawn([prom, "--config.file", os.path.join(d, "prometheus.yml"),
+                    "--storage.tsdb.path", os.path.join(d, "data"),
+                    "--web.listen-address", "127.0.0.1:%d" % port],
+                   stdout=log, stderr=subprocess.STDOUT)
+    tw.wait_port(port, p, timeout=30)
+    return p, port
+
+
+def prom_query(port, q):
+    url = "http://127.0.0.1:%d/api/v1/query?%s" % (port, urllib.parse.urlencode({"query": q}))
+    with urllib.request.urlopen(url, timeout=5) as r:
+        doc = json.loads(r.read())
+    check(doc.get("status") == "success", "prometheus query %s: %s" % (q, doc))
+    return doc["data"]["result"]
+
+
+def test_prometheus():
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="prom") as sess:
+        rig = Rig(sess)
+        rig.run()
+        load = rig.load(25)
+        prom, pport = prometheus(sess, rig.port)
+        # Scrape latency under the load, from here.
+        lat = []
+        for _ in range(20):
+            t0 = time.monotonic()
+            code, body, hdr = http("GET", rig.url())
+            lat.append(time.monotonic() - t0)
+            check(code == 200, "GET /metrics: %d" % code)
+            time.sleep(0.1)
+        check(hdr.get("Content-Type", "").startswith("text/plain; version=0.0.4"),
+              "content type %r" % hdr.get("Content-Type"))
+        lat.sort()
+        q = 'rate(tailwarden_requests_total{cgroup="%s"}[5s])' % rig.web.rel
+        deadline = time.monotonic() + 25
+        res = []
+        while time.monotonic() < deadline:
+            res = prom_query(pport, q)
+            if res and float(res[0]["value"][1]) > 0.8 * RATE:  # the window all under load
+                break
+            time.sleep(1)
+        check(res and float(res[0]["value"][1]) > 0, "prometheus: %s -> %s" % (q, res))
+        rate = float(res[0]["value"][1])
+        tw.log("prometheus: %s -> %.0f req/s (%s)" % (q, rate, res[0]["metric"]))
+        hq = 'histogram_quantile(0.99, rate(tailwarden_request_duration_seconds_bucket{cgroup="%s"}[5s]))' % rig.web.rel
+        h = prom_query(pport, hq)
+        tw.log("prometheus: %s -> %s" % (hq, h[0]["value"][1] if h else h))
+        up = prom_query(pport, 'up{job="tailwarden"}')
+        check(up and up[0]["value"][1] == "1", "up: %s" % up)
+        lg = load.result(timeout=40)
+        tw.log("loadgen: %s req sent, %s completed in %s s" % (lg.get("sent"), lg.get("completed"), lg.get("duration_s")))
+        sess.stop(prom)
+        check(rate > RATE / 4, "rate %.0f req/s, loadgen offered %d" % (rate, RATE))
+        return ("prometheus rate %.0f req/s (offered %d); /metrics scrape p50 %.1f ms max %.1f ms, %d bytes"
+                % (rate, RATE, lat[len(lat) // 2] * 1e3, lat[-1] * 1e3, len(body)))
+
+
+# -- the endpoint -------------------------------------------------------------
+
+def test_endpoint():
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="endpoint") as sess:
+        rig = Rig(sess)
+        p = rig.run()
+        time.sleep(1.5)
+        code, body, _ = http("GET", rig.url())
+        check(code == 200, "GET /metrics: %d" % code)
+        m = parse_metrics(body)
+        for name in ("tailwarden_build_info", "tailwarden_requests_total", "tailwarden_request_duration_seconds_bucket",
+                     "tailwarden_objective_seconds", "tailwarden_knob_value", "tailwarden_actions_total",
+                     "tailwarden_sensor_drops_total", "tailwarden_map_entries", "tailwarden_map_capacity",
+                     "tailwarden_tick_duration_seconds", "tailwarden_last_tick_timestamp_seconds"):
+            check(metric(m, name) is not None, "/metrics lacks %s" % name)
+        check(metric(m, "tailwarden_objective_seconds", service="web") == 0.02, "objective of web")
+        code, body, hdr = http("HEAD", rig.url())
+        check(code == 200, "HEAD /metrics: %d" % code)
+        for method, path, want in (("GET", "/", 404), ("GET", "/metricsx", 404), ("POST", "/metrics", 405),
+                                   ("DELETE", "/metrics", 405), ("PUT", "/x", 405)):
+            code, _, hdr = http(method, rig.url(path), data=b"x" if method in ("POST", "PUT") else None)
+            check(code == want, "%s %s: %d, want %d" % (method, path, code, want))
+        # Garbage on the wire: an HTTP error or a close, and the server lives on.
+        s = socket.create_connection(("127.0.0.1", rig.port), timeout=5)
+        s.sendall(b"\x16\x03\x01 garbage \r\n\r\n")
+        reply = s.recv(200)
+        s.close()
+        check(reply == b"" or reply.startswith(b"HTTP/1.1 4"), "garbage request got %r" % reply[:60])
+        # 500 idle connections held open (the server serves 64 at a time; the
+        # rest wait in the kernel's accept queue): the loop ticks on time.
+        conns = []
+        for _ in range(IDLE_CONNS):
+            try:
+                conns.append(socket.create_connection(("127.0.0.1", rig.port), timeout=2))
+            except OSError:
+                break
+        held = len(conns)
+        worst, oldest = 0.0, 0.0
+        t_end = time.monotonic() + 4
+        while time.monotonic() < t_end:
+            st = rig.status_json()
+            worst = max(worst, st["tick_duration_s"])
+            oldest = max(oldest, time.time() - st["last_tick"])
+            time.sleep(0.2)
+        code_held = None
+        try:
+            code_held = http("GET", rig.url(), timeout=1)[0]
+        except OSError:
+            pass
+        for c in conns:
+            c.close()
+        check(held == IDLE_CONNS, "only %d idle connections could be opened" % held)
+        check(worst < PERIOD_S, "a tick took %.3f s with %d idle connections" % (worst, held))
+        check(oldest < 2 * PERIOD_S, "last tick %.2f s old with %d idle connections" % (oldest, held))
+        ticks_worst, age = worst, oldest
+        info("with %d idle connections /metrics answered %s (the connection limit)" % (held, code_held))
+        time.sleep(0.5)
+        t1 = time.monotonic()
+        code, body, _ = http("GET", rig.url())
+        check(code == 200, "GET /metrics after the idle connections closed: %d" % code)
+        m = parse_metrics(body)
+        tick = metric(m, "tailwarden_tick_duration_seconds")
+        check(p.poll() is None, "tailwarden exited")
+        return ("%d idle connections: tick %.2f ms, last tick %.2f s old; /metrics after: %.1f ms, tick %.2f ms"
+                % (held, ticks_worst * 1e3, age, (time.monotonic() - t1) * 1e3, tick * 1e3))
+
+
+def test_port_taken():
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="port") as sess:
+        rig = Rig(sess)
+        s = socket.socket()
+        s.bind(("127.0.0.1", rig.port))
+        s.listen(1)
+        p = rig.run(expect_running=False)
+        p.wait(10)
+        s.close()
+        text = rig.log_text()
+        check(p.returncode != 0, "started although the port was taken")
+        check("in use" in text and "127.0.0.1:%d" % rig.port in text, "no clear message: %s" % text)
+        check(not os.path.exists(os.path.join(rig.state, "status.json")), "status.json left behind")
+        check(rig.status()[0] == 3, "status does not say not running")
+        # Metrics=no: no listening socket of this process.
+        rig.write_conf("no")
+        p = rig.run()
+        time.sleep(1)
+        inodes = set()
+        for fd in os.listdir("/proc/%d/fd" % p.pid):
+            try:
+                t = os.readlink("/proc/%d/fd/%s" % (p.pid, fd))
+            except OSError:
+                continue
+            if t.startswith("socket:["):
+                inodes.add(t[8:-1])
+        listening = []
+        for tab in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with open(tab) as f:
+                for line in f.readlines()[1:]:
+                    cols = line.split()
+                    if cols[3] == "0A" and cols[9] in inodes:
+                        listening.append(cols[1])
+        check(not listening, "Metrics=no, yet listening on %s" % listening)
+        check(rig.status()[0] == 0, "status with Metrics=no")
+        sess.stop(p)
+        return "taken port: %s; Metrics=no: no listening socket" % [
+            l for l in text.splitlines() if "in use" in l][0].strip()
+
+
+TESTS = [
+    ("status", test_status),
+    ("prometheus", test_prometheus),
+    ("endpoint", test_endpoint),
+    ("port_taken", test_port_taken),
+]
+
+
+def main(argv):
+    def prepare():
+        if not os.access(tw.TAILWARDEN, os.X_OK):
+            return "%s not built (run make)" % tw.TAILWARDEN
+        return None
+
+    return tw.main(__doc__, TESTS, argv, "BPF, cgroups", prepare=prepare)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
