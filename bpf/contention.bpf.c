@@ -100,6 +100,25 @@ struct {
 	__type(value, struct ct_rq);
 } ct_rqs SEC(".maps");
 
+struct ct_bio {
+	__u64 ts;
+	__u64 cgid;
+};
+
+/*
+ * Bios on their way to a request: stamped where they enter the block
+ * layer, so that the wait for a free request (a tag) is part of the
+ * latency. A bio that never becomes a request of its own (merged into
+ * another, or taken by a bio-based driver) leaves its stamp behind; the
+ * LRU forgets those.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64); /* struct bio address */
+	__type(value, struct ct_bio);
+} ct_bios SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, 4096);
@@ -474,24 +493,56 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev,
 /* ---- block I/O ----------------------------------------------------------- */
 
 /*
- * Submission: block_io_start (6.5+) fires from blk_account_io_start()
- * when a bio becomes a new request, in the submitting task's context, so
- * the current cgroup is the issuer's. Bios merged into an existing request
- * later are charged to that request's submitter. Writeback is submitted
- * by flusher threads (kworkers in the root cgroup), not by the task that
- * dirtied the pages, so buffered writes land on the root cgroup; direct
- * I/O and reads are charged right. Without block_io_start, block_rq_issue
- * stamps at dispatch, which may run in a kblockd worker: worse attribution.
+ * Submission: block_bio_queue fires in submit_bio() before the bio looks
+ * for a request, in the submitting task's context; block_io_start (6.5+)
+ * fires from blk_account_io_start() once the bio has become a new
+ * request, that is after the submitter may have slept for a free tag.
+ * When the disk's queue is full (a neighbour with hundreds of requests
+ * in flight) that sleep is most of what a small reader waits, so a
+ * request's latency starts at its first bio's stamp when there is one.
+ * Bios merged into an existing request later are charged to that
+ * request's submitter. Writeback is submitted by flusher threads
+ * (kworkers in the root cgroup), not by the task that dirtied the
+ * pages, so buffered writes land on the root cgroup; direct I/O and
+ * reads are charged right. Without block_io_start, block_rq_issue stamps
+ * at dispatch, which may run in a kblockd worker; the first bio's stamp,
+ * when there is one, still gives the submitter and the submission time.
  */
+#define BIO_STAMP_MAX_AGE_NS (10ULL * 1000000000ULL)
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(ct_block_bio_queue, struct bio *bio)
+{
+	__u64 key = (__u64)bio;
+	struct ct_bio s = {
+		.ts = bpf_ktime_get_ns(),
+		.cgid = bpf_get_current_cgroup_id(),
+	};
+
+	bpf_map_update_elem(&ct_bios, &key, &s, BPF_ANY);
+	return 0;
+}
+
 static __always_inline void rq_start(struct request *rq)
 {
-	__u64 key = (__u64)rq;
+	__u64 key = (__u64)rq, bio_key = (__u64)rq->bio;
 	struct ct_rq s = {
 		.ts = bpf_ktime_get_ns(),
 		.cgid = bpf_get_current_cgroup_id(),
 		.op = rq->cmd_flags & REQ_OP_MASK,
 	};
+	struct ct_bio *b;
 
+	if (bio_key) {
+		b = bpf_map_lookup_elem(&ct_bios, &bio_key);
+		/* An old stamp is of an earlier bio at the same address. */
+		if (b && b->ts <= s.ts && s.ts - b->ts < BIO_STAMP_MAX_AGE_NS) {
+			s.ts = b->ts;
+			s.cgid = b->cgid;
+		}
+		if (b)
+			bpf_map_delete_elem(&ct_bios, &bio_key);
+	}
 	/* BPF_ANY: a tag reused after a completion we missed. */
 	if (bpf_map_update_elem(&ct_rqs, &key, &s, BPF_ANY))
 		drop(CT_DROP_STAMP_FULL);

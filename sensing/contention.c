@@ -71,7 +71,7 @@ struct contention_snapshot {
 /* What each signal needs, as found in the kernel's BTF. */
 struct features {
 	bool wakeup, wakeup_new, sw, sched_info;
-	bool io_start, rq_issue, rq_complete;
+	bool io_start, rq_issue, rq_complete, bio_queue;
 	bool sys_enter, sys_exit, task_pt_regs;
 	bool lock_begin, lock_end;
 	bool pf, memcg_reclaim, direct_reclaim;
@@ -112,6 +112,7 @@ static void probe_features(const struct btf *btf, struct features *f)
 			has_member(btf, "cfs_rq", "rq");
 	f->io_start = has_tp(btf, "block_io_start");
 	f->rq_issue = has_tp(btf, "block_rq_issue");
+	f->bio_queue = has_tp(btf, "block_bio_queue");
 	f->rq_complete = has_tp(btf, "block_rq_complete");
 	f->sys_enter = has_tp(btf, "sys_enter");
 	f->sys_exit = has_tp(btf, "sys_exit");
@@ -235,6 +236,7 @@ static int configure(struct contention_bpf *skel, unsigned m, const struct featu
 	ON(ct_sched_switch, (m & CONT_SCHED) || futex_switch);
 	ON(ct_block_io_start, (m & CONT_BLOCK) && f->io_start);
 	ON(ct_block_rq_issue, (m & CONT_BLOCK) && !f->io_start);
+	ON(ct_block_bio_queue, (m & CONT_BLOCK) && f->bio_queue);
 	ON(ct_block_rq_complete, m & CONT_BLOCK);
 	ON(ct_sys_enter, (m & CONT_FUTEX) && !futex_switch);
 	ON(ct_sys_exit, (m & CONT_VFS) || ((m & CONT_FUTEX) && !futex_switch));
