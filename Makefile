@@ -135,25 +135,37 @@ demo: deps
 	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS)
 	$(Q)scripts/demo $(if $(filter 1 yes,$(DRYRUN)),--dry-run)
 
-# libFuzzer over the policy and config parser (clang's sanitizer runtime:
-# libclang-rt-dev). `make fuzz FUZZ_SECONDS=600` for a real run; fuzz-short
-# is the 20 s one for `make check`. New inputs go to .output/fuzz/corpus,
-# crashes to .output/fuzz/crash-*.
+# libFuzzer over the policy and config parser, and over the state-file
+# loader (clang's sanitizer runtime: libclang-rt-dev). `make fuzz
+# FUZZ_SECONDS=600` for a real run of each; fuzz-short is the 20 s one for
+# `make check`. New inputs go to .output/fuzz/corpus*, crashes to
+# .output/fuzz/crash-*.
 FUZZ_SECONDS ?= 600
+FUZZ_CFLAGS := -g -O1 -std=gnu11 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
+	-fno-sanitize-recover=undefined
 FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/parse.c policies/units.c
 $(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus
-	$(Q)$(CLANG) -g -O1 -std=gnu11 -Wall -Wextra -Werror -Ipolicies \
-		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		$(FUZZ_SRCS) -linih -lm -o $@
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Ipolicies $(FUZZ_SRCS) -linih -lm -o $@
 
-fuzz: $(OUTPUT)/fuzz/fuzz_policy
+FUZZ_STATE_SRCS := tests/fuzz/fuzz_state.c controller/knob_state.c controller/knob.c \
+	controller/unit.c controller/log.c controller/cpufreq.c policies/action.c
+$(OUTPUT)/fuzz/fuzz_state: $(FUZZ_STATE_SRCS) $(wildcard controller/*.h policies/*.h)
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus-state
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Icontroller -Ipolicies -Isensing -Ibpf -I$(OUTPUT) \
+		$(FUZZ_STATE_SRCS) -ljson-c -lsystemd -lcpupower -lm -o $@
+
+fuzz: $(OUTPUT)/fuzz/fuzz_policy $(OUTPUT)/fuzz/fuzz_state
 	$(Q)cp policies/example.policy $(OUTPUT)/fuzz/corpus/example.policy
 	$(Q)cp policies/tailwarden.conf.example $(OUTPUT)/fuzz/corpus/tailwarden.conf
-	$(Q)$< -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 -print_final_stats=1 \
-		-dict=tests/fuzz/policy.dict -artifact_prefix=$(OUTPUT)/fuzz/ \
+	$(Q)$(OUTPUT)/fuzz/fuzz_policy -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
+		-print_final_stats=1 -dict=tests/fuzz/policy.dict -artifact_prefix=$(OUTPUT)/fuzz/ \
 		$(OUTPUT)/fuzz/corpus tests/fuzz/corpus
+	$(Q)$(OUTPUT)/fuzz/fuzz_state -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -timeout=10 \
+		-print_final_stats=1 -dict=tests/fuzz/state.dict -artifact_prefix=$(OUTPUT)/fuzz/ \
+		$(OUTPUT)/fuzz/corpus-state tests/fuzz/corpus-state
 
 fuzz-short:
 	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20

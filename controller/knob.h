@@ -15,6 +15,7 @@
 #include "action.h"
 
 struct knobs;
+struct json_object;
 
 /*
  * Knobs of the cgroup at rel (leading '/') under cgroup_base
@@ -68,6 +69,13 @@ int knob_state_dir(const char *dir, bool create, const char **why);
 int knob_state_open(const char *dir, struct knob_state **out);
 void knob_state_free(struct knob_state *s);
 /*
+ * Parse the text of a state file (name is for messages) into its "knobs"
+ * array, checking every record's fields, types and ranges. 0, or
+ * -EBADMSG with the reason logged as "NAME: byte N: ..." or
+ * "NAME: knobs[I]: ...".
+ */
+int knob_state_parse(const char *text, size_t len, const char *name, struct json_object **knobs);
+/*
  * Record the original of (cgroup rel, kind) if not yet recorded: the file
  * contents (per CPU for the frequency) as they are now, so that a restore
  * puts back exactly those; original is kept for the record. The file is on
@@ -113,7 +121,6 @@ typedef void (*knob_report_fn)(void *userdata, const char *line);
 int knob_state_restore_all_report(struct knob_state *s, knob_report_fn fn, void *userdata);
 
 /* For knob_state.c: exact originals as JSON, and putting them back. */
-struct json_object;
 /* The file contents behind a knob, or the per-CPU maximum frequency. 0 or -errno. */
 int knob_snapshot(struct knobs *k, enum knob_kind kind, struct json_object **out);
 /* Write a snapshot back, verified. -ENOENT when the cgroup is gone. 0 or -errno. */

@@ -58,32 +58,221 @@ static const char *str_of(struct json_object *o, const char *key)
 	return json_object_get_string(v);
 }
 
-static int load(struct knob_state *s)
-{
-	struct json_object *root, *knobs;
+#define STATE_MAX_BYTES (16u << 20)
+#define VALUE_MAX 255
 
-	if (access(s->path, F_OK) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	root = json_object_from_file(s->path);
-	if (!root)
+static bool has(struct json_object *o, const char *key, enum json_type type, struct json_object **v)
+{
+	return json_object_object_get_ex(o, key, v) && json_object_is_type(*v, type);
+}
+
+static bool int_in(struct json_object *o, const char *key, int64_t lo, int64_t hi)
+{
+	struct json_object *v;
+	int64_t n;
+
+	if (!has(o, key, json_type_int, &v))
+		return false;
+	errno = 0;
+	n = json_object_get_int64(v);
+	return !errno && n >= lo && n <= hi;
+}
+
+/* A value as a knob file holds it: short, printable, one line. */
+static bool knob_value(const char *v)
+{
+	size_t n = strlen(v);
+
+	if (!n || n > VALUE_MAX)
+		return false;
+	for (; *v; v++)
+		if (*v < 0x20 || *v > 0x7e)
+			return false;
+	return true;
+}
+
+static bool known_knob(const char *name)
+{
+	for (int k = 0; k < KNOB_MAX; k++)
+		if (!strcmp(knob_kind_name(k), name))
+			return true;
+	return false;
+}
+
+/*
+ * Every field a restore will read, with its type and range: json-c
+ * aborts the process on an array call on a non-array, and a state file
+ * is input like any other. NULL when the record is sound, else what is
+ * wrong with it.
+ */
+static const char *check_record(struct json_object *e)
+{
+	struct json_object *snap, *list, *v;
+	const char *unit;
+
+	if (!json_object_is_type(e, json_type_object))
+		return "not an object";
+	if (!str_of(e, "cgroup_base") || str_of(e, "cgroup_base")[0] != '/')
+		return "\"cgroup_base\" is not an absolute path";
+	if (!str_of(e, "cgroup"))
+		return "\"cgroup\" is not a string";
+	if (!str_of(e, "knob") || !known_knob(str_of(e, "knob")))
+		return "\"knob\" is not a knob's name";
+	if (!has(e, "snapshot", json_type_object, &snap))
+		return "\"snapshot\" is not an object";
+	unit = str_of(e, "unit");
+	if (json_object_object_get_ex(e, "unit", &v) && !unit)
+		return "\"unit\" is not a string";
+	if (unit) {
+		if (!str_of(snap, "unit") || strcmp(str_of(snap, "unit"), unit))
+			return "\"snapshot.unit\" is not the record's unit";
+		if (!str_of(snap, "property") || !str_of(snap, "bus"))
+			return "\"snapshot.property\" or \"snapshot.bus\" is not a string";
+		if (!has(snap, "value", json_type_int, &v))
+			return "\"snapshot.value\" is not an integer";
+		return NULL;
+	}
+	if (json_object_object_get_ex(snap, "cpus", &list)) {
+		if (!json_object_is_type(list, json_type_array))
+			return "\"snapshot.cpus\" is not an array";
+		for (size_t i = 0; i < json_object_array_length(list); i++) {
+			struct json_object *c = json_object_array_get_idx(list, i);
+
+			if (!json_object_is_type(c, json_type_object) ||
+			    !int_in(c, "cpu", 0, 65535) || !int_in(c, "max_khz", 1, INT32_MAX))
+				return "an entry of \"snapshot.cpus\" is not {\"cpu\": 0-65535, \"max_khz\": a positive integer}";
+		}
+		return NULL;
+	}
+	if (!has(snap, "files", json_type_array, &list))
+		return "\"snapshot\" has neither a \"files\" nor a \"cpus\" array";
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		struct json_object *f = json_object_array_get_idx(list, i);
+
+		if (!json_object_is_type(f, json_type_object) || !str_of(f, "path") ||
+		    str_of(f, "path")[0] != '/' || !str_of(f, "value") || !knob_value(str_of(f, "value")))
+			return "an entry of \"snapshot.files\" is not {\"path\": an absolute path, \"value\": a short printable string}";
+	}
+	return NULL;
+}
+
+int knob_state_parse(const char *text, size_t len, const char *name, struct json_object **out)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *root, *knobs;
+	enum json_tokener_error err;
+	const char *why;
+
+	if (!tok)
+		return -ENOMEM;
+	root = json_tokener_parse_ex(tok, text, len);
+	err = json_tokener_get_error(tok);
+	if (!root || err != json_tokener_success || (size_t)json_tokener_get_parse_end(tok) < len) {
+		if (root && err == json_tokener_success) {
+			/* Trailing text after the object: only white space may follow. */
+			size_t i = json_tokener_get_parse_end(tok);
+
+			while (i < len && strchr(" \t\r\n", text[i]))
+				i++;
+			if (i == len)
+				goto parsed;
+			log_error("%s: byte %zu: text after the state object", name, i);
+		} else {
+			log_error("%s: byte %zu: %s", name, (size_t)json_tokener_get_parse_end(tok),
+				  err == json_tokener_continue ? "the file ends inside the JSON"
+							       : json_tokener_error_desc(err));
+		}
+		json_object_put(root);
+		json_tokener_free(tok);
 		return -EBADMSG;
-	if (!json_object_object_get_ex(root, "knobs", &knobs) ||
-	    !json_object_is_type(knobs, json_type_array)) {
+	}
+parsed:
+	json_tokener_free(tok);
+	if (!json_object_is_type(root, json_type_object) ||
+	    !has(root, "knobs", json_type_array, &knobs)) {
+		log_error("%s: not a tailwarden state file (no \"knobs\" array)", name);
 		json_object_put(root);
 		return -EBADMSG;
 	}
+	if (json_object_object_get_ex(root, "version", &knobs) &&
+	    !int_in(root, "version", STATE_VERSION, STATE_VERSION)) {
+		log_error("%s: \"version\" is not %d", name, STATE_VERSION);
+		json_object_put(root);
+		return -EBADMSG;
+	}
+	has(root, "knobs", json_type_array, &knobs);
 	for (size_t i = 0; i < json_object_array_length(knobs); i++) {
-		struct json_object *e = json_object_array_get_idx(knobs, i), *snap;
-
-		if (!str_of(e, "cgroup_base") || !str_of(e, "cgroup") || !str_of(e, "knob") ||
-		    !json_object_object_get_ex(e, "snapshot", &snap)) {
+		why = check_record(json_object_array_get_idx(knobs, i));
+		if (why) {
+			log_error("%s: knobs[%zu]: %s", name, i, why);
 			json_object_put(root);
 			return -EBADMSG;
 		}
 	}
-	json_object_put(s->knobs);
-	s->knobs = json_object_get(knobs);
+	*out = json_object_get(knobs);
 	json_object_put(root);
+	return 0;
+}
+
+/*
+ * Read the state file: a regular file only (a FIFO would block open()
+ * and read() for ever; O_NONBLOCK and fstat() refuse it), not through a
+ * symbolic link, of a bounded size.
+ */
+static int load(struct knob_state *s)
+{
+	struct json_object *knobs;
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	size_t len = 0;
+	int fd, r;
+
+	fd = open(s->path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno == ELOOP) {
+			log_error("%s is a symbolic link; refusing it", s->path);
+			return -EBADMSG;
+		}
+		return -errno;
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > STATE_MAX_BYTES) {
+		log_error("%s is %s; refusing it", s->path,
+			  S_ISREG(st.st_mode) ? "larger than 16 MiB" : "not a regular file");
+		close(fd);
+		return -EBADMSG;
+	}
+	buf = malloc(st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (len < (size_t)st.st_size && (n = read(fd, buf + len, st.st_size - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			free(buf);
+			close(fd);
+			return r;
+		}
+		len += n;
+	}
+	close(fd);
+	buf[len] = '\0';
+	r = knob_state_parse(buf, len, s->path, &knobs);
+	free(buf);
+	if (r)
+		return r;
+	json_object_put(s->knobs);
+	s->knobs = knobs;
 	return 0;
 }
 

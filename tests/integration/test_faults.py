@@ -11,11 +11,17 @@ cutting and giving back while it is killed. What a user would notice:
   be_removed        a best-effort cgroup removed while controlled: the
                     daemon says so once, keeps controlling the rest, and
                     still restores everything else on SIGTERM
+  bad_state         hostile state files (wrong JSON types, truncated, a
+                    FIFO, a symbolic link, a bad record after a good one,
+                    escape bytes, a knob file outside the cgroup tree):
+                    `restore` and `run` refuse them with the file and the
+                    record named, within seconds, and change nothing
 
 Usage: test_faults.py [-v] [TEST...]   (as root). TW_FAULT_KILLS sets the
 number of kills (default 50).
 """
 
+import json
 import os
 import random
 import signal
@@ -147,9 +153,132 @@ def test_be_removed():
         return "said once (%s); scan restored on SIGTERM" % said[0].split(": ", 1)[-1][:80]
 
 
+def test_bad_state():
+    """Hostile state files: refused with the reason, nothing changed, no hang, no abort."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="badst") as sess:
+        cg = sess.cgroup("victim")
+        shares = os.path.join(cg.paths[1], "cpu.shares")
+        base = tw.CGROUP_FS
+
+        def set_shares(v):
+            with open(shares, "w") as f:
+                f.write(str(v))
+
+        def get_shares():
+            return colo.readf(shares).strip()
+
+        def record(value="1024", path=shares, knob="cpu.weight"):
+            return {"cgroup_base": base, "cgroup": cg.rel, "knob": knob, "original": 100,
+                    "snapshot": {"files": [{"path": path, "value": value}]}}
+
+        outside = os.path.join(sess.tmpdir("badst-out"), "cpu.shares")
+        with open(outside, "w") as f:
+            f.write("untouched\n")
+        cpufreq = {"cgroup_base": base, "cgroup": cg.rel, "knob": "cpufreq", "original": 1,
+                   "snapshot": {"cpus": 5}}
+        cases = [
+            ("cpus is a number", json.dumps({"version": 1, "knobs": [cpufreq]}),
+             'knobs[0]: "snapshot.cpus" is not an array'),
+            ("knobs is an object", '{"version": 1, "knobs": {"a": 1}}', 'no "knobs" array'),
+            ("truncated", json.dumps({"version": 1, "knobs": [record()]})[:60], "byte 60"),
+            ("a bad record after a good one",
+             json.dumps({"version": 1, "knobs": [record(), dict(record(), cgroup=7)]}),
+             'knobs[1]: "cgroup" is not a string'),
+            ("escape bytes in a value",
+             json.dumps({"version": 1, "knobs": [record(value="10\x1b[2J")]}), "knobs[0]"),
+            ("an unknown knob", json.dumps({"version": 1, "knobs": [record(knob="memory.max")]}),
+             "knob's name"),
+            ("a value of a kilobyte", json.dumps({"version": 1, "knobs": [record(value="9" * 1024)]}),
+             "knobs[0]"),
+            ("trailing text", json.dumps({"version": 1, "knobs": [record()]}) + " {}", "text after"),
+            ("version 2", json.dumps({"version": 2, "knobs": [record()]}), '"version" is not 1'),
+        ]
+        rows = []
+        set_shares(2)
+
+        def restore_in(d, what, want_msg, want_rc=1):
+            t0 = time.monotonic()
+            try:
+                r = subprocess.run([tw.TAILWARDEN, "restore", "--state-dir", d],
+                                   capture_output=True, text=True, timeout=10)
+            except subprocess.TimeoutExpired:
+                raise tw.TestFailure("%s: restore hung for 10 s" % what)
+            took = time.monotonic() - t0
+            check(r.returncode == want_rc, "%s: restore exited %d (want %d): %s"
+                  % (what, r.returncode, want_rc, r.stderr.strip()))
+            check(want_msg in r.stderr, "%s: the message does not say %r: %s"
+                  % (what, want_msg, r.stderr.strip()))
+            return r, took
+
+        for what, text, msg in cases:
+            d = sess.tmpdir("badst")
+            with open(os.path.join(d, "state.json"), "w") as f:
+                f.write(text)
+            r, took = restore_in(d, what, msg)
+            check("state.json" in r.stderr, "%s: the file is not named: %s" % (what, r.stderr))
+            check(get_shares() == "2", "%s: cpu.shares changed to %s" % (what, get_shares()))
+            rows.append("%s: exit %d in %.2f s" % (what, r.returncode, took))
+
+        # Not a regular file, or not the file itself.
+        d = sess.tmpdir("badst")
+        os.mkfifo(os.path.join(d, "state.json"), 0o600)
+        r, took = restore_in(d, "a FIFO", "not a regular file")
+        rows.append("a FIFO: exit %d in %.2f s" % (r.returncode, took))
+        d, real = sess.tmpdir("badst"), sess.tmpdir("badst-real")
+        with open(os.path.join(real, "state.json"), "w") as f:
+            f.write(json.dumps({"version": 1, "knobs": [record()]}))
+        os.symlink(os.path.join(real, "state.json"), os.path.join(d, "state.json"))
+        r, took = restore_in(d, "a symbolic link", "symbolic link")
+        check(get_shares() == "2", "a symbolic link: cpu.shares changed to %s" % get_shares())
+        rows.append("a symbolic link: exit %d in %.2f s" % (r.returncode, took))
+
+        # A well-formed record for a knob file outside the cgroup tree.
+        d = sess.tmpdir("badst")
+        with open(os.path.join(d, "state.json"), "w") as f:
+            f.write(json.dumps({"version": 1, "knobs": [record(path=outside)]}))
+        r = subprocess.run([tw.TAILWARDEN, "restore", "--state-dir", d],
+                           capture_output=True, text=True, timeout=10)
+        check(r.returncode != 0, "a file outside the cgroup tree: restore exited 0")
+        check(colo.readf(outside) == "untouched", "a file outside the cgroup tree was written: %r"
+              % colo.readf(outside))
+        rows.append("a knob file outside the tree: exit %d, file untouched" % r.returncode)
+
+        # The daemon refuses to start on a bad state file, and changes nothing.
+        d = sess.tmpdir("badst")
+        with open(os.path.join(d, "state.json"), "w") as f:
+            f.write(json.dumps({"version": 1, "knobs": [cpufreq]}))
+        pol = sess.tmpdir("badst-pol")
+        with open(os.path.join(pol, "victim.policy"), "w") as f:
+            f.write("[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\nCPUWeight=1..100\n"
+                    % cg.rel)
+        conf = os.path.join(pol, "tailwarden.conf")
+        with open(conf, "w") as f:
+            f.write("[Controller]\nStateDir=%s\nMetrics=no\n" % d)
+        try:
+            r = subprocess.run([tw.TAILWARDEN, "run", "--config", conf, "--policies", pol],
+                               capture_output=True, text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            raise tw.TestFailure("run with a bad state file did not exit in 30 s")
+        check(r.returncode not in (0, -6) and r.returncode > 0,
+              "run with a bad state file exited %d: %s" % (r.returncode, r.stderr[-300:]))
+        check("snapshot.cpus" in r.stderr, "run does not say what is wrong: %s" % r.stderr[-300:])
+        check(get_shares() == "2", "run changed cpu.shares to %s" % get_shares())
+        rows.append("run on a bad state file: exit %d" % r.returncode)
+
+        # The good file does restore (the cases above fail for their fault, not for the setup).
+        d = sess.tmpdir("badst")
+        with open(os.path.join(d, "state.json"), "w") as f:
+            f.write(json.dumps({"version": 1, "knobs": [record()]}))
+        restore_in(d, "the good file", "", want_rc=0)
+        check(get_shares() == "1024", "the good file did not restore cpu.shares: %s" % get_shares())
+        return "%d hostile files refused, 0 knobs changed; the good one restored [%s]" % (
+            len(rows), "; ".join(rows))
+
+
 TESTS = [
     ("kill9_restore", test_kill9_restore),
     ("be_removed", test_be_removed),
+    ("bad_state", test_bad_state),
 ]
 
 
