@@ -136,15 +136,16 @@ int read_whole_file(const char *path, char **data, size_t *len)
 	ssize_t got;
 	int fd, r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO given as a file must not hang open() for ever. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0) {
 		r = -errno;
 		goto out;
 	}
-	if (S_ISDIR(st.st_mode)) {
-		r = -EISDIR;
+	if (!S_ISREG(st.st_mode)) {
+		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 		goto out;
 	}
 	for (;;) {

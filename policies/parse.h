@@ -65,7 +65,8 @@ void file_errs_sort(struct file_errs *fe);
 int policy_error_add(struct policy_errors *errs, const char *file, unsigned line,
 		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* Whole file into *data (NUL-terminated, free()); -errno, -EFBIG over INI_FILE_MAX. */
+/* A regular file whole into *data (NUL-terminated, free()); -errno, -EFBIG over
+ * INI_FILE_MAX, -EINVAL when not a regular file (a FIFO, a device). */
 int read_whole_file(const char *path, char **data, size_t *len);
 
 /* Parses data against schema into obj, filling seen; errors into fe. 0 or -ENOMEM. */

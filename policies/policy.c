@@ -425,6 +425,8 @@ static int load_policy_file(struct loader *ld, const char *path, const struct st
 		return r;
 	if (r == -EFBIG)
 		return file_err(&fe, 0, "file too large (over %d bytes)", INI_FILE_MAX);
+	if (r == -EINVAL)
+		return file_err(&fe, 0, "not a regular file");
 	if (r < 0)
 		return file_err(&fe, 0, "cannot read: %s", strerror(-r));
 	r = loader_add(ld, path, st, &p);
@@ -797,6 +799,8 @@ static int config_read(struct tw_config *c, const char *path, struct policy_erro
 		return r;
 	if (r == -EFBIG)
 		return file_err(&fe, 0, "file too large (over %d bytes)", INI_FILE_MAX);
+	if (r == -EINVAL)
+		return file_err(&fe, 0, "not a regular file");
 	if (r < 0)
 		return file_err(&fe, 0, "cannot read: %s", strerror(-r));
 	r = ini_parse_buffer(data, len, &config_schema, c, &seen, &fe);

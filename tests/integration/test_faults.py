@@ -265,6 +265,22 @@ def test_bad_state():
         check(get_shares() == "2", "run changed cpu.shares to %s" % get_shares())
         rows.append("run on a bad state file: exit %d" % r.returncode)
 
+        # A FIFO as a policy file or as the config: refused at once, never a hang in open().
+        fifos = sess.tmpdir("badst-fifo")
+        for what, name, argv in (("a FIFO as a policy", "fifo.policy", ["check", "{}"]),
+                                 ("a FIFO as the config", "fifo.conf",
+                                  ["run", "--config", "{}", "--policies", pol])):
+            fifo = os.path.join(fifos, name)
+            os.mkfifo(fifo, 0o600)
+            try:
+                r = subprocess.run([tw.TAILWARDEN] + [a.replace("{}", fifo) for a in argv],
+                                   capture_output=True, text=True, timeout=10)
+            except subprocess.TimeoutExpired:
+                raise tw.TestFailure("%s: tailwarden %s hung for 10 s" % (what, argv[0]))
+            check(r.returncode == 1 and "not a regular file" in r.stderr,
+                  "%s: exit %d: %s" % (what, r.returncode, r.stderr.strip()))
+            rows.append("%s: %s exit %d" % (what, argv[0], r.returncode))
+
         # The good file does restore (the cases above fail for their fault, not for the setup).
         d = sess.tmpdir("badst")
         with open(os.path.join(d, "state.json"), "w") as f:
