@@ -10,7 +10,9 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUTPUT) -Ibpf -Isensing -Icontroller -Ipolicies
+# Includes name their folder ("bpf/sensor_abi.h", "sensing/hist.h") from the
+# top; .output holds vmlinux.h and the skeletons.
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I. -I$(OUTPUT)
 LDLIBS := -lbpf -lelf -lz -ljson-c -lm -lcpupower -linih -lsystemd
 ifeq ($(SANITIZE),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
@@ -26,22 +28,22 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c sensing/diagnosis.c sensing/contention.c sensing/reap.c
-CONTROLLER := controller/run.c controller/manager.c controller/top.c controller/output.c controller/log.c \
-	controller/knob.c controller/cpufreq.c controller/knob_state.c controller/restore.c controller/check.c \
+CONTROLLER := controller/run.c controller/manager.c controller/top.c controller/output.c common/log.c \
+	controller/knob.c controller/knob_freq.c controller/knob_state.c controller/restore.c controller/check.c \
 	controller/unit.c controller/daemon.c
-POLICIES := policies/action.c policies/engine.c policies/policy.c policies/parse.c policies/units.c
+POLICIES := policies/action.c policies/engine.c policies/policy.c policies/ini.c policies/units.c
 LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(SENSING) $(CONTROLLER) $(POLICIES))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop
 BENCH_TOOLS := $(OUTPUT)/tests/floor $(OUTPUT)/tests/floor.bpf.o
 
-.PHONY: all clean check unit integration deps bench demo tests install uninstall fuzz fuzz-short
+.PHONY: all clean check check-layers unit integration deps bench demo tests install uninstall fuzz fuzz-short
 .DELETE_ON_ERROR:
 .SECONDARY:
 
 all: tailwarden
 
-$(OUTPUT) $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/common $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/vmlinux.h: | $(OUTPUT)
@@ -51,7 +53,7 @@ $(OUTPUT)/vmlinux.h: | $(OUTPUT)
 
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(OUTPUT)/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf -c $< -o $@
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I. -I$(OUTPUT) -c $< -o $@
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
@@ -60,7 +62,7 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 $(OUTPUT)/sensing/sensor.o: $(OUTPUT)/sensor.skel.h
 $(OUTPUT)/sensing/contention.o: $(OUTPUT)/contention.skel.h
 
-$(OUTPUT)/%.o: %.c $(wildcard */*.h) | $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies
+$(OUTPUT)/%.o: %.c $(wildcard */*.h) | $(OUTPUT)/common $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
@@ -109,7 +111,12 @@ integration: tailwarden $(TEST_TOOLS) $(OUTPUT)/tests/test_knob
 	$(Q)tests/integration/test_contention.py
 	$(Q)tests/integration/test_install.py
 
+# Includes run with the flow (bpf -> sensing -> policies -> controller).
+check-layers:
+	$(Q)scripts/check-layers
+
 check: deps
+	$(Q)$(MAKE) --no-print-directory check-layers
 	$(Q)$(MAKE) --no-print-directory tests
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)$(MAKE) --no-print-directory fuzz-short
@@ -129,11 +136,11 @@ demo: deps
 # is the 20 s one for `make check`. New inputs go to .output/fuzz/corpus,
 # crashes to .output/fuzz/crash-*.
 FUZZ_SECONDS ?= 600
-FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/parse.c policies/units.c
-$(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h)
+FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/ini.c policies/units.c
+$(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h common/*.h)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus
-	$(Q)$(CLANG) -g -O1 -std=gnu11 -Wall -Wextra -Werror -Ipolicies \
+	$(Q)$(CLANG) -g -O1 -std=gnu11 -Wall -Wextra -Werror -I. \
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		$(FUZZ_SRCS) -linih -lm -o $@
 

@@ -33,8 +33,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "contention.h"
-#include "hist.bpf.h"
+#include "bpf/contention_abi.h"
+#include "bpf/hist.bpf.h"
 
 #define TASK_RUNNING 0
 #define REQ_OP_BITS 8

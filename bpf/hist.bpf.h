@@ -3,6 +3,8 @@
 #ifndef TW_HIST_BPF_H
 #define TW_HIST_BPF_H
 
+#include "bpf/sensor_abi.h"
+
 /* Same bucket math as sensing/hist.c:hist_bucket(); keep them in step. */
 static __always_inline __u32 log2_u64(__u64 v)
 {

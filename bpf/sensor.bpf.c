@@ -25,8 +25,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "sensor.h"
-#include "hist.bpf.h"
+#include "bpf/hist.bpf.h"
+#include "bpf/sensor_abi.h"
 
 #define AF_INET 2
 #define AF_INET6 10

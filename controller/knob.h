@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "action.h"
+#include "policies/action.h"
 
 struct knobs;
 

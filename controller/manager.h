@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "policy.h"
+#include "policies/policy.h"
 
 struct manager;
 

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "output.h"
+#include "controller/output.h"
 
 /* A double serialised with a fixed number of decimals. */
 static struct json_object *num(double v, const char *fmt)

@@ -4,11 +4,11 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
-#include "commands.h"
-#include "knob.h"
-#include "log.h"
+#include "common/defaults.h"
+#include "common/log.h"
+#include "controller/commands.h"
+#include "controller/knob.h"
 
-#define DEFAULT_STATE_DIR "/run/tailwarden"
 
 static void help(void)
 {
@@ -18,7 +18,7 @@ static void help(void)
 	       "killed with SIGKILL. Says what it restored; exit status 0 also when\n"
 	       "there was nothing to restore, 1 when something could not be restored\n"
 	       "(the state file then keeps only that). Must run as root.\n\n"
-	       "      --state-dir DIR   where the state file is (default " DEFAULT_STATE_DIR ")\n"
+	       "      --state-dir DIR   where the state file is (default " TW_STATE_DIR ")\n"
 	       "  -h, --help            this text\n");
 }
 
@@ -35,7 +35,7 @@ int cmd_restore(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	const char *dir = DEFAULT_STATE_DIR;
+	const char *dir = TW_STATE_DIR;
 	struct knob_state *s;
 	int c, r;
 
@@ -58,7 +58,7 @@ int cmd_restore(int argc, char **argv)
 	}
 	r = knob_state_open(dir, &s);
 	if (r == -EBADMSG) {
-		log_error("%s/state.json is not a tailwarden state file; not touching anything", dir);
+		log_error("%s/" TW_STATE_FILE " is not a tailwarden state file; not touching anything", dir);
 		return 1;
 	}
 	if (r) {
@@ -69,12 +69,12 @@ int cmd_restore(int argc, char **argv)
 	knob_state_free(s);
 	if (r < 0) {
 		fflush(stdout);
-		log_error_errno(r, "Failed to restore some knobs (%s/state.json keeps them)", dir);
+		log_error_errno(r, "Failed to restore some knobs (%s/" TW_STATE_FILE " keeps them)", dir);
 		return 1;
 	}
 	if (r == 0)
-		printf("nothing to restore: no knob recorded in %s/state.json\n", dir);
+		printf("nothing to restore: no knob recorded in %s/" TW_STATE_FILE "\n", dir);
 	else
-		printf("restored %d knob(s) recorded in %s/state.json\n", r, dir);
+		printf("restored %d knob(s) recorded in %s/" TW_STATE_FILE "\n", r, dir);
 	return 0;
 }

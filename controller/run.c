@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "commands.h"
-#include "daemon.h"
-#include "log.h"
-#include "manager.h"
-#include "policy.h"
+#include "common/defaults.h"
+#include "common/log.h"
+#include "controller/commands.h"
+#include "controller/daemon.h"
+#include "controller/manager.h"
+#include "policies/policy.h"
 
-#define DEFAULT_CONFIG "/etc/tailwarden/tailwarden.conf"
 
 static void help(void)
 {
@@ -22,7 +22,7 @@ static void help(void)
 	       "changing best-effort services' CPU and I/O knobs, per the policy files.\n"
 	       "Every change is logged; all of them are undone on SIGTERM/SIGINT.\n"
 	       "SIGHUP re-reads the policies (an invalid set keeps the old one).\n\n"
-	       "      --config FILE     main config (default " DEFAULT_CONFIG " if present)\n"
+	       "      --config FILE     main config (default " TW_CONFIG_PATH " if present)\n"
 	       "      --policies PATH   policy file or directory (default: the config's\n"
 	       "                        PoliciesDir=, /etc/tailwarden/policies.d)\n"
 	       "      --dry-run         decide and log as usual, write nothing\n"
@@ -35,8 +35,8 @@ static int load_config(const char *path, struct tw_config **cfg)
 	struct policy_errors errs = { 0 };
 	int r;
 
-	if (!path && access(DEFAULT_CONFIG, F_OK) == 0)
-		path = DEFAULT_CONFIG;
+	if (!path && access(TW_CONFIG_PATH, F_OK) == 0)
+		path = TW_CONFIG_PATH;
 	r = config_load(path, cfg, &errs);
 	if (r == -EINVAL) {
 		daemon_log_errors(&errs);

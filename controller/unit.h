@@ -14,8 +14,8 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "action.h"
-#include "policy.h"
+#include "policies/action.h"
+#include "policies/policy.h"
 
 struct unit_bus;
 

@@ -64,7 +64,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine.h"
+#include "common/defaults.h"
+#include "policies/engine.h"
 
 #define SLACK_CUT 0.0       /* below: a violation */
 #define SLACK_FREQ_UP 0.05  /* below: LC frequency up */
@@ -98,7 +99,6 @@
  */
 #define BACKOFF_FIRST 8
 #define BACKOFF_MAX 256
-#define DEFAULT_WINDOW_NS 1000000000ULL
 /* A verdict older than this many windows (the cgroup vanished?) no longer votes. */
 #define VERDICT_WINDOWS 3
 
@@ -321,7 +321,7 @@ static bool cooled(const struct knob_mem *m, enum dir d, uint64_t now)
 
 static uint64_t window_of(const struct policy *p)
 {
-	return p->window_ns ? p->window_ns : DEFAULT_WINDOW_NS;
+	return p->window_ns ? p->window_ns : TW_ENGINE_WINDOW_NS;
 }
 
 /*

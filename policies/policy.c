@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Policy files and the main config: the schemas, the value checks and the
- * whole-file and whole-set rules. Lexing is in parse.c, units in units.c.
+ * whole-file and whole-set rules. Lexing is in ini.c, units in units.c.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -12,21 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "parse.h"
-#include "policy.h"
-#include "units.h"
+#include "common/defaults.h"
+#include "policies/ini.h"
+#include "policies/policy.h"
+#include "policies/units.h"
 
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_MSEC 1000000ULL
-#define NSEC_PER_SEC 1000000000ULL
+#define NSEC_PER_SEC TW_NSEC_PER_SEC
 
-#define DEFAULT_PERCENTILE 0.99
-#define DEFAULT_MIN_REQUESTS 200
-#define DEFAULT_WINDOW_NS (2 * NSEC_PER_SEC)
-#define DEFAULT_PERIOD_NS NSEC_PER_SEC
-#define DEFAULT_POLICIES_DIR "/etc/tailwarden/policies.d"
-#define DEFAULT_STATE_DIR "/run/tailwarden"
-#define DEFAULT_CGROUP_BASE "/sys/fs/cgroup"
 
 /* A target below 1 us is a unit typo (2ns for 2ms), not an objective. */
 #define TARGET_MIN_NS NSEC_PER_USEC
@@ -389,9 +383,9 @@ static int loader_add(struct loader *ld, const char *path, const struct stat *st
 		return -ENOMEM;
 	ld->ids = ids;
 	v[n] = (struct policy){
-		.percentile = DEFAULT_PERCENTILE,
-		.min_requests = DEFAULT_MIN_REQUESTS,
-		.window_ns = DEFAULT_WINDOW_NS,
+		.percentile = TW_POLICY_PERCENTILE,
+		.min_requests = TW_POLICY_MIN_REQUESTS,
+		.window_ns = TW_POLICY_WINDOW_NS,
 	};
 	v[n].file = strdup(path);
 	v[n].name = service_name(path);
@@ -739,11 +733,11 @@ static int config_read(struct tw_config *c, const char *path, struct policy_erro
 /* Defaults for what the file left out; the decision log follows StateDir=. */
 static int config_defaults(struct tw_config *c)
 {
-	if (!c->policies_dir && !(c->policies_dir = strdup(DEFAULT_POLICIES_DIR)))
+	if (!c->policies_dir && !(c->policies_dir = strdup(TW_POLICIES_DIR)))
 		return -ENOMEM;
-	if (!c->state_dir && !(c->state_dir = strdup(DEFAULT_STATE_DIR)))
+	if (!c->state_dir && !(c->state_dir = strdup(TW_STATE_DIR)))
 		return -ENOMEM;
-	if (!c->cgroup_base && !(c->cgroup_base = strdup(DEFAULT_CGROUP_BASE)))
+	if (!c->cgroup_base && !(c->cgroup_base = strdup(TW_CGROUP_BASE)))
 		return -ENOMEM;
 	if (!c->decision_log &&
 	    asprintf(&c->decision_log, "%s/decisions.jsonl",
@@ -763,7 +757,7 @@ int config_load(const char *path, struct tw_config **out, struct policy_errors *
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->period_ns = DEFAULT_PERIOD_NS;
+	c->period_ns = TW_PERIOD_NS;
 	if (path) {
 		c->file = strdup(path);
 		r = c->file ? config_read(c, path, errs) : -ENOMEM;

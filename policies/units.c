@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "units.h"
+#include "policies/units.h"
 
 #define NUM_MAX 40 /* digits and point; more is a typo, not a value */
 

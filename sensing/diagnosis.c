@@ -44,7 +44,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include "diagnosis.h"
+#include "sensing/diagnosis.h"
 
 /*
  * A window's p99 over fewer requests is its maximum, i.e. one unlucky

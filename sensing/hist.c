@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <math.h>
 #include <string.h>
-#include "hist.h"
+#include "sensing/hist.h"
 
 static unsigned log2_u64(uint64_t v)
 {

@@ -28,8 +28,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "knob.h"
-#include "knob_freq.h"
+#include "controller/knob.h"
+#include "controller/knob_freq.h"
 
 struct tree {
 	char base[1024];

@@ -3,8 +3,8 @@
  * ABI shared by bpf/sensor.bpf.c and user space: map keys and values.
  * Fixed-width __u types only; both halves must agree byte for byte.
  */
-#ifndef TW_BPF_SENSOR_H
-#define TW_BPF_SENSOR_H
+#ifndef TW_BPF_SENSOR_ABI_H
+#define TW_BPF_SENSOR_ABI_H
 
 /*
  * Log-linear latency histogram over nanoseconds. Values below 16 ns get a

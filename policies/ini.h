@@ -12,8 +12,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "policy.h"
-#include "units.h"
+#include "policies/policy.h"
+#include "policies/units.h"
 
 #define INI_MAX_SECTIONS 4
 #define INI_MAX_KEYS 12
