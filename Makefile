@@ -31,7 +31,7 @@ SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c sensing/diagnosis.c 
 CONTROLLER := controller/run.c controller/manager.c controller/top.c controller/output.c common/log.c \
 	controller/knob.c controller/knob_freq.c controller/knob_state.c controller/restore.c controller/check.c \
 	controller/unit.c controller/daemon.c
-POLICIES := policies/action.c policies/engine.c policies/policy.c policies/ini.c policies/units.c
+POLICIES := policies/action.c policies/engine.c policies/policy.c policies/config.c policies/ini.c policies/units.c
 LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(SENSING) $(CONTROLLER) $(POLICIES))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop
@@ -136,7 +136,7 @@ demo: deps
 # is the 20 s one for `make check`. New inputs go to .output/fuzz/corpus,
 # crashes to .output/fuzz/crash-*.
 FUZZ_SECONDS ?= 600
-FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/ini.c policies/units.c
+FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/config.c policies/ini.c policies/units.c
 $(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h common/*.h)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "common/defaults.h"
 #include "controller/commands.h"
+#include "policies/config.h"
 #include "policies/policy.h"
 
 

@@ -39,6 +39,7 @@
 #include "common/defaults.h"
 #include "common/log.h"
 #include "controller/knob.h"
+#include "controller/knob_state.h"
 #include "controller/unit.h"
 
 #define STATE_VERSION 1

@@ -23,6 +23,7 @@
 #include "common/log.h"
 #include "controller/daemon.h"
 #include "controller/knob.h"
+#include "controller/knob_state.h"
 #include "controller/manager.h"
 #include "controller/unit.h"
 #include "policies/action.h"

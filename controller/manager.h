@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include "policies/config.h"
 #include "policies/policy.h"
 
 struct manager;

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "controller/commands.h"
 #include "controller/knob.h"
+#include "controller/knob_state.h"
 
 
 static void help(void)

@@ -12,6 +12,7 @@
 #include "controller/commands.h"
 #include "controller/daemon.h"
 #include "controller/manager.h"
+#include "policies/config.h"
 #include "policies/policy.h"
 
 

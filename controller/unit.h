@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "policies/action.h"
+#include "policies/config.h"
 #include "policies/policy.h"
 
 struct unit_bus;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "policies/config.h"
 #include "policies/policy.h"
 
 #define MAX_PARTS 4

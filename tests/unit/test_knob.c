@@ -29,6 +29,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include "controller/knob.h"
+#include "controller/knob_state.h"
 #include "controller/knob_freq.h"
 
 struct tree {

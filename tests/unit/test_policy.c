@@ -22,6 +22,7 @@
 #include <cmocka.h>
 #include <fcntl.h>
 #include "controller/commands.h"
+#include "policies/config.h"
 #include "policies/policy.h"
 #include "policies/units.h"
 
