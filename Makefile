@@ -28,11 +28,22 @@ msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
 SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c sensing/diagnosis.c sensing/contention.c sensing/reap.c
-CONTROLLER := controller/run.c controller/manager.c controller/top.c controller/output.c common/log.c \
+CONTROLLER := controller/run.c controller/manager.c controller/top.c controller/output.c \
 	controller/knob.c controller/knob_freq.c controller/knob_state.c controller/restore.c controller/check.c \
 	controller/unit.c controller/daemon.c
 POLICIES := policies/action.c policies/engine.c policies/policy.c policies/config.c policies/ini.c policies/units.c
-LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(SENSING) $(CONTROLLER) $(POLICIES))
+COMMON := common/log.c
+# One static library per layer, linked against the flow (controller first),
+# so a program pulls in only the objects it calls: the policy and engine
+# tests link without BPF, bpftool or kernel BTF.
+LIBS := $(OUTPUT)/libcontroller.a $(OUTPUT)/libpolicies.a $(OUTPUT)/libsensing.a $(OUTPUT)/libcommon.a
+objs = $(patsubst %.c,$(OUTPUT)/%.o,$(1))
+# What a unit test links when it needs less than every layer.
+TEST_LIBS_policy := $(OUTPUT)/controller/check.o $(OUTPUT)/libpolicies.a $(OUTPUT)/libcommon.a
+TEST_LIBS_engine := $(OUTPUT)/libpolicies.a $(OUTPUT)/sensing/diagnosis.o $(OUTPUT)/sensing/hist.o $(OUTPUT)/libcommon.a
+TEST_LIBS_diagnosis := $(OUTPUT)/sensing/diagnosis.o $(OUTPUT)/sensing/hist.o $(OUTPUT)/libcommon.a
+TEST_LIBS_hist := $(OUTPUT)/sensing/hist.o
+test_libs = $(or $(TEST_LIBS_$(1)),$(LIBS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop
 BENCH_TOOLS := $(OUTPUT)/tests/floor $(OUTPUT)/tests/floor.bpf.o
@@ -66,13 +77,22 @@ $(OUTPUT)/%.o: %.c $(wildcard */*.h) | $(OUTPUT)/common $(OUTPUT)/sensing $(OUTP
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-tailwarden: $(OUTPUT)/controller/main.o $(LIB_OBJS)
+$(OUTPUT)/libcommon.a: $(call objs,$(COMMON))
+$(OUTPUT)/libsensing.a: $(call objs,$(SENSING))
+$(OUTPUT)/libpolicies.a: $(call objs,$(POLICIES))
+$(OUTPUT)/libcontroller.a: $(call objs,$(CONTROLLER))
+$(OUTPUT)/lib%.a:
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+tailwarden: $(OUTPUT)/controller/main.o $(LIBS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
+.SECONDEXPANSION:
+$(OUTPUT)/tests/test_%: tests/unit/test_%.c $$(call test_libs,$$*) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB_OBJS) $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(call test_libs,$*) $(LDLIBS) -lcmocka -o $@
 
 $(OUTPUT)/tests/%: tests/%.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)

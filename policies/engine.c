@@ -301,9 +301,13 @@ static double clamp_range(const struct policy_range *r, double v)
 static bool movable(const struct engine *e, size_t i, enum knob_kind k)
 {
 	const struct policy_range *r = range_of(&e->set->v[i], k);
-	const struct knob_mem *m = &e->s[i].k[k];
+	const struct knob_mem *m;
 
-	return r && r->set && !m->hands_off && !isnan(m->now);
+	/* No range: not a knob kind (k >= KNOB_MAX), so k must not index k[]. */
+	if (!r || !r->set)
+		return false;
+	m = &e->s[i].k[k];
+	return !m->hands_off && !isnan(m->now);
 }
 
 static bool cooled(const struct knob_mem *m, enum dir d, uint64_t now)
