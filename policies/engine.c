@@ -26,7 +26,7 @@
  * its target cuts until it holds, and never gives back, so it cannot flap.
  * Frequency rises already below 0.05 of slack: it costs only energy.
  *
- * Which knob: weight first. Measured here (DESIGN.md) a quota cuts the
+ * Which knob: weight first. Measured (docs/design.md) a quota cuts the
  * hog's average share but not the slice a waking request waits behind; a
  * low cpu.weight changes who runs first on wake-up and stays
  * work-conserving. So a CPU violation halves the BE's cpu.weight down to
