@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "commands.h"
-#include "policy.h"
+#include "common/defaults.h"
+#include "controller/commands.h"
+#include "policies/config.h"
+#include "policies/policy.h"
 
-#define DEFAULT_CONFIG "/etc/tailwarden/tailwarden.conf"
 
 static void help(void)
 {
@@ -23,7 +24,7 @@ static void help(void)
 	       "set, as `run` would load them: a service name or cgroup in two files, and\n"
 	       "a cgroup inside another's, are errors too.\n\n"
 	       "With no policy PATH, the policies checked are those in the config's\n"
-	       "PoliciesDir=. With no PATH at all, the config is " DEFAULT_CONFIG "\n"
+	       "PoliciesDir=. With no PATH at all, the config is " TW_CONFIG_PATH "\n"
 	       "if it exists, else the built-in defaults (PoliciesDir=/etc/tailwarden/policies.d).\n\n"
 	       "Output: every problem found, not just the first, as FILE:LINE: message on\n"
 	       "stderr (LINE 0: the file as a whole). When there is none: the config's\n"
@@ -81,8 +82,8 @@ static int parse_args(struct check *ck, int argc, char **argv)
 			ck->config = argv[i];
 		}
 	}
-	if (!ck->config && !ck->npolicies && access(DEFAULT_CONFIG, F_OK) == 0)
-		ck->config = DEFAULT_CONFIG;
+	if (!ck->config && !ck->npolicies && access(TW_CONFIG_PATH, F_OK) == 0)
+		ck->config = TW_CONFIG_PATH;
 	return 0;
 }
 

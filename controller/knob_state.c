@@ -37,11 +37,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "knob.h"
-#include "log.h"
-#include "unit.h"
+#include "common/defaults.h"
+#include "common/log.h"
+#include "controller/knob.h"
+#include "controller/knob_state.h"
+#include "controller/unit.h"
 
-#define STATE_FILE "state.json"
 #define STATE_VERSION 1
 
 struct knob_state {
@@ -97,7 +98,7 @@ int knob_state_open(const char *dir, struct knob_state **out)
 		return -ENOMEM;
 	s->dir = strdup(dir);
 	s->knobs = json_object_new_array();
-	if (!s->dir || !s->knobs || asprintf(&s->path, "%s/" STATE_FILE, dir) < 0) {
+	if (!s->dir || !s->knobs || asprintf(&s->path, "%s/" TW_STATE_FILE, dir) < 0) {
 		s->path = NULL;
 		knob_state_free(s);
 		return -ENOMEM;
@@ -230,7 +231,7 @@ static int save(struct knob_state *s)
 	}
 	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
 	r = -ENOMEM;
-	if (!text || asprintf(&tmp, "%s/." STATE_FILE ".XXXXXX", s->dir) < 0) {
+	if (!text || asprintf(&tmp, "%s/." TW_STATE_FILE ".XXXXXX", s->dir) < 0) {
 		tmp = NULL;
 		goto out;
 	}

@@ -20,22 +20,24 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <json-c/json.h>
-#include "action.h"
-#include "cgroup.h"
-#include "daemon.h"
-#include "diagnosis.h"
-#include "engine.h"
-#include "knob.h"
-#include "log.h"
-#include "manager.h"
-#include "expo.h"
-#include "metrics.h"
-#include "commands.h"
-#include "report.h"
-#include "status.h"
-#include "reap.h"
-#include "sensing.h"
-#include "unit.h"
+#include "common/defaults.h"
+#include "common/log.h"
+#include "controller/commands.h"
+#include "controller/daemon.h"
+#include "controller/expo.h"
+#include "controller/knob.h"
+#include "controller/knob_state.h"
+#include "controller/manager.h"
+#include "controller/metrics.h"
+#include "controller/report.h"
+#include "controller/status.h"
+#include "controller/unit.h"
+#include "policies/action.h"
+#include "policies/engine.h"
+#include "sensing/cgroup.h"
+#include "sensing/diagnosis.h"
+#include "sensing/reap.h"
+#include "sensing/sensor.h"
 
 /* Sensor drops are logged at most this often (they come in bursts). */
 #define DROPS_LOG_USEC (60 * 1000000ULL)
@@ -592,7 +594,7 @@ static void tables_tick(struct manager *m, const struct sensor_snapshot *now,
 	if (m->drops.cgroups + m->drops.conns + m->drops.spans_negative + m->cdrops.cgroups + m->cdrops.stamps)
 		log_warning("sensor tables in the last %.0f s: %llu events of cgroups not counted (request table %zu of %u cgroups, contention table %zu), %llu connections not tracked, %llu spans dropped, %llu contention events not counted (%llu stamps); %llu entries of removed cgroups freed",
 			    (usec - m->drops_since_usec) / 1e6, (unsigned long long)m->drops.cgroups,
-			    sensor_snapshot_len(now), 4096u, cnow ? contention_snapshot_len(cnow) : 0,
+			    sensor_snapshot_len(now), (unsigned)TW_MAX_CGROUPS, cnow ? contention_snapshot_len(cnow) : 0,
 			    (unsigned long long)m->drops.conns, (unsigned long long)m->drops.spans_negative,
 			    (unsigned long long)m->cdrops.cgroups, (unsigned long long)m->cdrops.stamps,
 			    (unsigned long long)m->reaped);
@@ -748,21 +750,21 @@ static int on_exit_signal(sd_event_source *src, const struct signalfd_siginfo *s
 static int open_sensors(struct manager *m)
 {
 	struct contention_opts co = { .signals = CONT_DEFAULT, .cgroup_base = m->cfg->cgroup_base,
-				      .max_cgroups = 4096 };
+				      .max_cgroups = TW_MAX_CGROUPS };
 	const char *why = NULL;
 	int r;
 
 	r = sensor_open(&sensor_defaults, &m->sensor, &why);
 	if (r)
-		return log_error("cannot start sensing: %s (%s)", why ? why : "unknown", strerror(-r)), r;
+		return log_error_errno(r, "cannot start sensing: %s (%m)", why ? why : "unknown");
 	log_info("sensing mode: %s (%s)", sensor_mode_name(sensor_mode(m->sensor)),
 		 sensor_mode_reason(m->sensor));
 	if (m->o.no_contention)
 		return 0;
 	r = contention_open(&co, &m->cont, &why);
 	if (r) {
-		log_warning("contention signals unavailable: %s (%s); policies act on latency alone",
-			    why ? why : "unknown", strerror(-r));
+		log_warning_errno(r, "contention signals unavailable: %s (%m); policies act on latency alone",
+			      why ? why : "unknown");
 		m->cont = NULL;
 	} else if (*contention_missing(m->cont)) {
 		log_info("contention signals: %s", contention_missing(m->cont));

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include "output.h"
+#include "controller/output.h"
 
 /* A double serialised with a fixed number of decimals. */
 static struct json_object *num(double v, const char *fmt)
@@ -21,8 +21,11 @@ static const struct {
 	{ "p50", 0.50 }, { "p90", 0.90 }, { "p99", 0.99 }, { "p999", 0.999 },
 };
 
-/* Percentiles in µs, or JSON null when the window has no values. */
-static struct json_object *latency_json(const struct hist *h)
+/*
+ * The first n of pcts in µs of a ns histogram (and its maximum when
+ * with_max), or JSON null when the window has no values.
+ */
+static struct json_object *percentiles_us(const struct hist *h, size_t n, bool with_max)
 {
 	struct json_object *o;
 
@@ -31,11 +34,18 @@ static struct json_object *latency_json(const struct hist *h)
 	o = json_object_new_object();
 	if (!o)
 		return NULL;
-	for (size_t i = 0; i < sizeof(pcts) / sizeof(*pcts); i++)
+	for (size_t i = 0; i < n; i++)
 		json_object_object_add(o, pcts[i].key,
 				       num(hist_percentile(h, pcts[i].q) / 1000.0, "%.1f"));
-	json_object_object_add(o, "max", num(hist_max(h) / 1000.0, "%.1f"));
+	if (with_max)
+		json_object_object_add(o, "max", num(hist_max(h) / 1000.0, "%.1f"));
 	return o;
+}
+
+/* p50, p90, p99, p999 and max. */
+static struct json_object *latency_json(const struct hist *h)
+{
+	return percentiles_us(h, sizeof(pcts) / sizeof(*pcts), true);
 }
 
 static void add_u64(struct json_object *o, const char *k, uint64_t v)
@@ -107,15 +117,10 @@ static struct json_object *maybe(double v, const char *fmt)
 /* {p50, p99} in µs of a ns histogram, or null when it holds nothing. */
 static struct json_object *p50_p99_us(const struct hist *h)
 {
-	struct json_object *o;
+	struct json_object *o = percentiles_us(h, 1, false); /* p50 */
 
-	if (!h->total)
-		return NULL;
-	o = json_object_new_object();
-	if (!o)
-		return NULL;
-	json_object_object_add(o, "p50", num(hist_percentile(h, 0.50) / 1000.0, "%.1f"));
-	json_object_object_add(o, "p99", num(hist_percentile(h, 0.99) / 1000.0, "%.1f"));
+	if (o)
+		json_object_object_add(o, "p99", num(hist_percentile(h, 0.99) / 1000.0, "%.1f"));
 	return o;
 }
 

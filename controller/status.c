@@ -18,12 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
-#include "commands.h"
-#include "log.h"
-#include "policy.h"
-#include "status.h"
+#include "common/defaults.h"
+#include "common/log.h"
+#include "controller/commands.h"
+#include "controller/status.h"
+#include "policies/config.h"
 
-#define DEFAULT_CONFIG "/etc/tailwarden/tailwarden.conf"
 #define EXIT_NOT_RUNNING 3
 
 /* ---- writing (the daemon) ---- */
@@ -627,7 +627,7 @@ static void help(void)
 	       "last window, verdict and knobs; the last actions; sensor tables.\n"
 	       "Exit status 3 and 'not running' when no daemon runs.\n\n"
 	       "      --config FILE   the daemon's config, for its StateDir= (default\n"
-	       "                      " DEFAULT_CONFIG " if present)\n"
+	       "                      " TW_CONFIG_PATH " if present)\n"
 	       "      --json          one JSON object\n"
 	       "  -h, --help          this text\n");
 }
@@ -638,8 +638,8 @@ static int status_path(const char *config, char *path, size_t len)
 	struct tw_config *cfg;
 	int r;
 
-	if (!config && access(DEFAULT_CONFIG, F_OK) == 0)
-		config = DEFAULT_CONFIG;
+	if (!config && access(TW_CONFIG_PATH, F_OK) == 0)
+		config = TW_CONFIG_PATH;
 	r = config_load(config, &cfg, &errs);
 	if (r == -EINVAL)
 		policy_errors_print(&errs, stderr);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-#include "action.h"
+#include "policies/action.h"
 
 const char *knob_kind_name(enum knob_kind k)
 {

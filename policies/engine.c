@@ -26,7 +26,7 @@
  * its target cuts until it holds, and never gives back, so it cannot flap.
  * Frequency rises already below 0.05 of slack: it costs only energy.
  *
- * Which knob: weight first. Measured here (DESIGN.md) a quota cuts the
+ * Which knob: weight first. Measured (docs/design.md) a quota cuts the
  * hog's average share but not the slice a waking request waits behind; a
  * low cpu.weight changes who runs first on wake-up and stays
  * work-conserving. So a CPU violation halves the BE's cpu.weight down to
@@ -64,7 +64,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine.h"
+#include "common/defaults.h"
+#include "policies/engine.h"
 
 #define SLACK_CUT 0.0       /* below: a violation */
 #define SLACK_FREQ_UP 0.05  /* below: LC frequency up */
@@ -98,7 +99,6 @@
  */
 #define BACKOFF_FIRST 8
 #define BACKOFF_MAX 256
-#define DEFAULT_WINDOW_NS 1000000000ULL
 /* A verdict older than this many windows (the cgroup vanished?) no longer votes. */
 #define VERDICT_WINDOWS 3
 
@@ -301,9 +301,13 @@ static double clamp_range(const struct policy_range *r, double v)
 static bool movable(const struct engine *e, size_t i, enum knob_kind k)
 {
 	const struct policy_range *r = range_of(&e->set->v[i], k);
-	const struct knob_mem *m = &e->s[i].k[k];
+	const struct knob_mem *m;
 
-	return r && r->set && !m->hands_off && !isnan(m->now);
+	/* No range: not a knob kind (k >= KNOB_MAX), so k must not index k[]. */
+	if (!r || !r->set)
+		return false;
+	m = &e->s[i].k[k];
+	return !m->hands_off && !isnan(m->now);
 }
 
 static bool cooled(const struct knob_mem *m, enum dir d, uint64_t now)
@@ -321,7 +325,7 @@ static bool cooled(const struct knob_mem *m, enum dir d, uint64_t now)
 
 static uint64_t window_of(const struct policy *p)
 {
-	return p->window_ns ? p->window_ns : DEFAULT_WINDOW_NS;
+	return p->window_ns ? p->window_ns : TW_ENGINE_WINDOW_NS;
 }
 
 /*

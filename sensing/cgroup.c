@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "cgroup.h"
+#include "sensing/cgroup.h"
 
 static int is_cgroup2_dir(const char *dir)
 {

@@ -18,9 +18,10 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include "cgroup.h"
-#include "contention.h"
-#include "../bpf/contention.h"
+#include "bpf/contention_abi.h"
+#include "common/defaults.h"
+#include "sensing/cgroup.h"
+#include "sensing/contention.h"
 #include "contention.skel.h"
 
 /* Cumulative cgroupfs figures of one cgroup at one read; NAN = absent. */
@@ -409,7 +410,7 @@ static int open_bpf(struct contention *c, unsigned want, uint32_t max_cgroups,
 int contention_open(const struct contention_opts *opts, struct contention **out,
 		    const char **why)
 {
-	const char *base = opts->cgroup_base ? opts->cgroup_base : "/sys/fs/cgroup";
+	const char *base = opts->cgroup_base ? opts->cgroup_base : TW_CGROUP_BASE;
 	struct contention *c;
 	int r;
 
@@ -425,7 +426,7 @@ int contention_open(const struct contention_opts *opts, struct contention **out,
 	/* No cgroup2 here: PSI and v2 cpu.stat read as unavailable. */
 	if (cg_root_find(base, c->root, sizeof(c->root)))
 		c->root[0] = '\0';
-	r = open_bpf(c, opts->signals, opts->max_cgroups ? opts->max_cgroups : 4096, why);
+	r = open_bpf(c, opts->signals, opts->max_cgroups ? opts->max_cgroups : TW_MAX_CGROUPS, why);
 	if (r)
 		goto fail;
 	*out = c;

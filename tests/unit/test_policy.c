@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Unit tests for policy files and the main config (policies/policy.c,
- * parse.c, units.c): a table of good and bad files, written to a fresh
+ * ini.c, units.c): a table of good and bad files, written to a fresh
  * directory per case, each asserting the exact "FILE:LINE: message" list
  * (or the exact one-line summaries of a valid set); then the unit parsers'
  * edge cases one value at a time.
@@ -21,9 +21,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <fcntl.h>
-#include "commands.h"
-#include "policy.h"
-#include "units.h"
+#include "controller/commands.h"
+#include "policies/config.h"
+#include "policies/policy.h"
+#include "policies/units.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof(*(a)))
 

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <ini.h>
-#include "parse.h"
+#include "policies/ini.h"
 
 enum { SECT_NONE = -1, SECT_UNKNOWN = -2 };
 
