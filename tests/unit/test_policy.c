@@ -297,14 +297,15 @@ static const struct file_case file_cases[] = {
 	  .config = true,
 	  .files = { { "tw.conf",
 		       "# tailwarden\n[Controller]\nPeriod=500ms\nDryRun=yes\nPoliciesDir=/srv/tw/policies/\n"
-		       "StateDir=/var/lib/tw\nDecisionLog=/var/log/tw.jsonl\nCgroupBase=/sys/fs/cgroup/unified\n" } },
+		       "StateDir=/var/lib/tw\nDecisionLog=/var/log/tw.jsonl\nCgroupBase=/sys/fs/cgroup/unified\n"
+		       "Metrics=[::1]:9100\n" } },
 	  .summary = { "tw.conf: period 500ms, dry-run yes, policies /srv/tw/policies, state /var/lib/tw, "
-		       "decision log /var/log/tw.jsonl, cgroup base /sys/fs/cgroup/unified" } },
+		       "decision log /var/log/tw.jsonl, cgroup base /sys/fs/cgroup/unified, metrics [::1]:9100" } },
 	{ "config: defaults for what is left out; the decision log follows StateDir=",
 	  .config = true,
 	  .files = { { "tw.conf", "[Controller]\nStateDir=/tmp/tw\n" } },
 	  .summary = { "tw.conf: period 1s, dry-run no, policies /etc/tailwarden/policies.d, state /tmp/tw, "
-		       "decision log /tmp/tw/decisions.jsonl, cgroup base /sys/fs/cgroup" } },
+		       "decision log /tmp/tw/decisions.jsonl, cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477" } },
 	{ "config: bad values",
 	  .config = true,
 	  .files = { { "tw.conf",
@@ -721,7 +722,8 @@ static void test_check_command(void **state)
 	fclose(f);
 	assert_int_equal(run_check(&out, &err, "tw.conf", NULL), 0);
 	assert_true(asprintf(&want, "tw.conf: period 1s, dry-run yes, policies %s/d, state /run/tailwarden, "
-			     "decision log /run/tailwarden/decisions.jsonl, cgroup base /sys/fs/cgroup\n"
+			     "decision log /run/tailwarden/decisions.jsonl, cgroup base /sys/fs/cgroup, "
+			     "metrics 127.0.0.1:9477\n"
 			     "batch: best-effort /be.slice/batch.service; limits: CPUQuota 10%%..200%%\n"
 			     "web: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); "
 			     "limits: CPUWeight 100..1000\n", cwd) > 0);
