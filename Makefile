@@ -27,7 +27,8 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c sensing/diagnosis.c sensing/contention.c sensing/reap.c
+SENSING := sensing/hist.c sensing/cgroup.c sensing/cgroupfs.c sensing/idtab.c sensing/bpf_util.c sensing/sensor.c \
+	sensing/diagnosis.c sensing/contention.c sensing/contention_load.c sensing/reap.c
 CONTROLLER := controller/run.c controller/manager.c controller/top.c controller/output.c \
 	controller/knob.c controller/knob_freq.c controller/knob_state.c controller/restore.c controller/check.c \
 	controller/unit.c controller/daemon.c \
@@ -73,7 +74,7 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 $(OUTPUT)/sensing/sensor.o: $(OUTPUT)/sensor.skel.h
-$(OUTPUT)/sensing/contention.o: $(OUTPUT)/contention.skel.h
+$(OUTPUT)/sensing/contention.o $(OUTPUT)/sensing/contention_load.o: $(OUTPUT)/contention.skel.h
 
 $(OUTPUT)/%.o: %.c $(wildcard */*.h) | $(OUTPUT)/common $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies
 	$(call msg,CC,$@)
