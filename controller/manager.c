@@ -30,6 +30,7 @@
 #include "controller/manager.h"
 #include "controller/metrics.h"
 #include "controller/report.h"
+#include "controller/sensors.h"
 #include "controller/status.h"
 #include "controller/unit.h"
 #include "policies/action.h"
@@ -749,27 +750,17 @@ static int on_exit_signal(sd_event_source *src, const struct signalfd_siginfo *s
 
 static int open_sensors(struct manager *m)
 {
-	struct contention_opts co = { .signals = CONT_DEFAULT, .cgroup_base = m->cfg->cgroup_base,
-				      .max_cgroups = TW_MAX_CGROUPS };
-	const char *why = NULL;
-	int r;
+	const struct sensors_opts o = {
+		.sensor = &sensor_defaults,
+		.signals = m->o.no_contention ? 0 : CONT_DEFAULT,
+		.cgroup_base = m->cfg->cgroup_base,
+		.without = "policies act on latency alone",
+	};
+	int r = sensors_open(&o, &m->sensor, &m->cont);
 
-	r = sensor_open(&sensor_defaults, &m->sensor, &why);
-	if (r)
-		return log_error_errno(r, "cannot start sensing: %s (%m)", why ? why : "unknown");
-	log_info("sensing mode: %s (%s)", sensor_mode_name(sensor_mode(m->sensor)),
-		 sensor_mode_reason(m->sensor));
-	if (m->o.no_contention)
-		return 0;
-	r = contention_open(&co, &m->cont, &why);
-	if (r) {
-		log_warning_errno(r, "contention signals unavailable: %s (%m); policies act on latency alone",
-			      why ? why : "unknown");
-		m->cont = NULL;
-	} else if (*contention_missing(m->cont)) {
-		log_info("contention signals: %s", contention_missing(m->cont));
-	}
-	return 0;
+	if (!r)
+		sensors_log_mode(m->sensor);
+	return r;
 }
 
 static int open_outputs(struct manager *m)

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "controller/commands.h"
 #include "controller/output.h"
+#include "controller/sensors.h"
 #include "sensing/cgroup.h"
 #include "sensing/diagnosis.h"
 #include "sensing/reap.h"
@@ -406,27 +407,14 @@ static int loop(struct top *t)
 	return r ? log_error_errno(r, "Failed to sample") : 0;
 }
 
-/* Contention signals are a bonus: without them top still shows requests. */
-static void open_contention(struct top *t)
-{
-	struct contention_opts co = { .signals = t->signals, .cgroup_base = TW_CGROUP_BASE,
-				      .max_cgroups = TW_MAX_CGROUPS };
-	const char *why = NULL;
-	int r;
-
-	r = contention_open(&co, &t->cont, &why);
-	if (r) {
-		log_warning_errno(r, "contention signals unavailable: %s (%m); no diagnosis",
-			      why ? why : "unknown");
-		t->cont = NULL;
-	} else if (*contention_missing(t->cont)) {
-		log_info("contention signals: %s", contention_missing(t->cont));
-	}
-}
-
 static int setup(struct top *t)
 {
-	const char *why = NULL;
+	const struct sensors_opts so = {
+		.sensor = &t->sopts,
+		.signals = t->no_contention ? 0 : t->signals,
+		.cgroup_base = TW_CGROUP_BASE,
+		.without = "no diagnosis",
+	};
 	int r;
 
 	r = cg_root_find(TW_CGROUP_BASE, t->root, sizeof(t->root));
@@ -439,11 +427,10 @@ static int setup(struct top *t)
 	t->names = cg_names_new(t->root);
 	if (!t->names)
 		return log_error_errno(-ENOMEM, "Failed to set up");
-	r = sensor_open(&t->sopts, &t->sensor, &why);
+	/* Contention signals are a bonus: without them top still shows requests. */
+	r = sensors_open(&so, &t->sensor, &t->cont);
 	if (r)
-		return log_error_errno(r, "cannot start sensing: %s (%m)", why ? why : "unknown");
-	if (!t->no_contention)
-		open_contention(t);
+		return r;
 	r = sensor_read(t->sensor, &t->start);
 	if (!r && t->cont && contention_read(t->cont, &t->cprev))
 		t->cprev = NULL;
@@ -451,8 +438,7 @@ static int setup(struct top *t)
 		return log_error_errno(r, "Failed to read the request sensor");
 	t->attached = now_s(CLOCK_MONOTONIC);
 	/* Last: scripts wait for this line to know the sensors are attached. */
-	log_info("sensing mode: %s (%s)", sensor_mode_name(sensor_mode(t->sensor)),
-		 sensor_mode_reason(t->sensor));
+	sensors_log_mode(t->sensor);
 	return 0;
 }
 
