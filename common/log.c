@@ -9,6 +9,12 @@
 
 static int max_level = LOG_INFO;
 static int journal = -1; /* unknown yet */
+static const char *ident = "tailwarden";
+
+void log_set_ident(const char *name)
+{
+	ident = name;
+}
 
 /*
  * $JOURNAL_STREAM is "DEV:INODE" of the stream systemd connected stderr
@@ -47,7 +53,7 @@ static void emit(int level, const char *fmt, va_list ap, int err)
 	if (log_journal())
 		fprintf(stderr, "<%d>", level);
 	else
-		fputs("tailwarden: ", stderr);
+		fprintf(stderr, "%s: ", ident);
 	if (err)
 		fprintf(stderr, "%s: %s\n", msg, strerror(-err));
 	else

@@ -14,6 +14,8 @@
 bool log_journal(void);
 
 void log_set_max_level(int level);
+/* The prefix of lines outside the journal ("tailwarden", "tailwarden check"). */
+void log_set_ident(const char *name);
 /* Log at priority level (LOG_ERR ... LOG_DEBUG). Always returns 0. */
 int log_full(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "common/defaults.h"
+#include "common/log.h"
 #include "controller/commands.h"
 #include "policies/config.h"
 #include "policies/policy.h"
@@ -65,7 +66,7 @@ static int parse_args(struct check *ck, int argc, char **argv)
 			help();
 			return 1;
 		}
-		fprintf(stderr, "Try 'tailwarden check --help'.\n");
+		log_error("try 'tailwarden check --help'");
 		return -EINVAL;
 	}
 	ck->policies = calloc(argc, sizeof(*ck->policies));
@@ -75,8 +76,7 @@ static int parse_args(struct check *ck, int argc, char **argv)
 		if (!is_config(argv[i])) {
 			ck->policies[ck->npolicies++] = argv[i];
 		} else if (ck->config) {
-			fprintf(stderr, "tailwarden check: one main config at a time (%s, %s)\n",
-				ck->config, argv[i]);
+			log_error("one main config at a time (%s, %s)", ck->config, argv[i]);
 			return -EINVAL;
 		} else {
 			ck->config = argv[i];
@@ -139,11 +139,12 @@ int cmd_check(int argc, char **argv)
 	struct check ck = { 0 };
 	int r, status;
 
+	log_set_ident("tailwarden check");
 	r = parse_args(&ck, argc, argv);
 	if (r == 0)
 		r = load(&ck);
 	if (r == -ENOMEM) {
-		fprintf(stderr, "tailwarden check: %s\n", strerror(ENOMEM));
+		log_error_errno(r, "Failed to check: %m");
 		status = 1;
 	} else if (r < 0) {
 		status = 2;
@@ -159,5 +160,6 @@ int cmd_check(int argc, char **argv)
 	policy_set_free(ck.set);
 	config_free(ck.cfg);
 	free(ck.policies);
+	log_set_ident("tailwarden");
 	return status;
 }

@@ -246,8 +246,8 @@ static void service_renew(struct manager *m, struct service_rt *s, int idx, uint
 	if (m->state)
 		r = knob_state_renew(m->state, m->cfg->cgroup_base, s->cg, s->p->unit);
 	if (r < 0)
-		log_warning("service %s: could not put back the old instance's knobs: %s, ignoring",
-			    s->p->name, strerror(-r));
+		log_warning_errno(r, "service %s: Failed to put back the old instance's knobs: %m, ignoring",
+				  s->p->name);
 	memset(s->written, 0, sizeof(s->written));
 	memset(s->wrote, 0, sizeof(s->wrote));
 	memset(s->overridden, 0, sizeof(s->overridden));
@@ -438,8 +438,7 @@ static void apply(struct manager *m, const struct action *a)
 		r = write_knob(m, s, a, path, sizeof(path));
 		if (r) {
 			m->n_failed++;
-			log_warning("failed to set %s of %s to %s: %s, ignoring", path, s->cg, n,
-				    strerror(-r));
+			log_warning_errno(r, "Failed to set %s of %s to %s: %m, ignoring", path, s->cg, n);
 		} else {
 			m->n_applied++;
 			log_notice("%s: %s -> %s (%s)", path, o, n, a->reason);
@@ -645,7 +644,7 @@ static int tick(struct manager *m, uint64_t usec)
 		sense_service(m, &m->svc[i], i, now, cnow, iv, &in[i]);
 	n = engine_tick(m->engine, usec * 1000, in, acts, nacts);
 	if (n < 0)
-		log_error_errno(n, "policy engine failed this tick, ignoring");
+		log_error_errno(n, "Failed to decide this tick (policy engine: %m), ignoring");
 	for (int i = 0; i < n; i++)
 		apply(m, &acts[i]);
 	log_verdicts(m);
@@ -723,7 +722,12 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		snprintf(m->reload_error, sizeof(m->reload_error), "out of memory");
 		goto done;
 	}
-	restore(m);
+	/*
+	 * Knobs not put back stay in the state file for `tailwarden restore`;
+	 * the new policies start from what the cgroups hold now.
+	 */
+	if (restore(m) < 0)
+		log_warning("reload: some knobs keep the values we set, ignoring");
 	services_free(m);
 	engine_free(m->engine);
 	policy_set_free(m->set);
@@ -800,7 +804,7 @@ int manager_new(const struct manager_opts *o, struct manager **out)
 	m->cfg = o->cfg;
 	r = cg_root_find(m->cfg->cgroup_base, m->root, sizeof(m->root));
 	if (r) {
-		log_error_errno(r, "no cgroup2 hierarchy under %s", m->cfg->cgroup_base);
+		log_error_errno(r, "Failed to find a cgroup2 hierarchy under %s: %m", m->cfg->cgroup_base);
 		goto fail;
 	}
 	m->names = cg_names_new(m->root);
@@ -844,13 +848,14 @@ int manager_run(struct manager *m)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	r = sd_event_default(&m->event);
 	if (r < 0)
-		return log_error_errno(r, "Failed to create the event loop");
+		return log_error_errno(r, "Failed to create the event loop: %m");
 	sd_event_now(m->event, CLOCK_MONOTONIC, &m->last_usec);
 	r = sensor_read(m->sensor, &m->prev);
-	if (!r && m->cont)
-		r = contention_read(m->cont, &m->cprev);
-	if (!r)
-		r = sd_event_add_time(m->event, NULL, CLOCK_MONOTONIC,
+	if (r)
+		return log_error_errno(r, "Failed to read the request sensor: %m");
+	if (m->cont && (r = contention_read(m->cont, &m->cprev)))
+		return log_error_errno(r, "Failed to read the contention sensor: %m");
+	r = sd_event_add_time(m->event, NULL, CLOCK_MONOTONIC,
 				      m->last_usec + m->cfg->period_ns / 1000, 1000, on_tick, m);
 	if (r >= 0)
 		r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
@@ -862,7 +867,7 @@ int manager_run(struct manager *m)
 	if (r >= 0)
 		r = daemon_watchdog_new(m->event, m->cfg->period_ns / 1000, &m->watchdog);
 	if (r < 0)
-		return log_error_errno(r, "Failed to set up the event loop");
+		return log_error_errno(r, "Failed to set up the event loop: %m");
 	log_info("running: %zu service(s), period %.0f ms%s", m->set->n, m->cfg->period_ns / 1e6,
 		 m->o.dry_run ? ", dry-run" : "");
 	hook_publish(m, 0); /* status and metrics, before the first tick */
@@ -1050,8 +1055,8 @@ static void hook_publish(struct manager *m, uint64_t tick_start_usec)
 	}
 	e = status_write(r, m->cfg->state_dir);
 	if (e && !m->status_failed)
-		log_warning("cannot write %s/" STATUS_FILE ": %s; 'tailwarden status' will not see this daemon, ignoring",
-			    m->cfg->state_dir, strerror(-e));
+		log_warning_errno(e, "Failed to write %s/" STATUS_FILE ": %m; 'tailwarden status' will not see this daemon, ignoring",
+				  m->cfg->state_dir);
 	m->status_failed = e != 0;
 	if (m->metrics && !expo_render(r, TW_VERSION, &text, &len))
 		metrics_publish(m->metrics, text, len);
@@ -1067,8 +1072,8 @@ static int hooks_open(struct manager *m)
 		return -ENOMEM;
 	r = status_dir_prepare(m->cfg->state_dir, &why);
 	if (r)
-		return log_error("refusing to start: the state directory %s %s (%s)", m->cfg->state_dir,
-				 why, strerror(-r)), r;
+		return log_error_errno(r, "refusing to start: the state directory %s %s (%m)",
+				       m->cfg->state_dir, why);
 	if (!m->cfg->metrics)
 		return 0;
 	r = metrics_start(m->cfg->metrics, &m->metrics);

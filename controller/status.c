@@ -393,8 +393,10 @@ static int status_read(const char *path, struct json_object **out)
 	int fd, r = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return errno == ENOENT ? -ENOENT : (log_error_errno(-errno, "Failed to open %s", path), -errno);
+	if (fd < 0) {
+		r = -errno;
+		return r == -ENOENT ? r : log_error_errno(r, "Failed to open %s: %m", path);
+	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > STATUS_MAX_BYTES) {
 		log_error("%s: not a regular file of at most %d bytes; ignoring it", path, STATUS_MAX_BYTES);
 		close(fd);
@@ -409,7 +411,7 @@ static int status_read(const char *path, struct json_object **out)
 	close(fd);
 	if (n < 0 || n > STATUS_MAX_BYTES) {
 		free(buf);
-		return log_error("%s: cannot read it whole", path), -EBADMSG;
+		return log_error_errno(-EBADMSG, "Failed to read %s whole", path);
 	}
 	buf[n] = '\0';
 	o = json_tokener_parse(buf);

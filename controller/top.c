@@ -419,7 +419,7 @@ static int setup(struct top *t)
 
 	r = cg_root_find(TW_CGROUP_BASE, t->root, sizeof(t->root));
 	if (r)
-		return log_error_errno(r, "no cgroup2 hierarchy at %s or %s/unified (cgroup ids are cgroup2 inode numbers)",
+		return log_error_errno(r, "Failed to find a cgroup2 hierarchy at %s or %s/unified (cgroup ids are cgroup2 inode numbers): %m",
 				       TW_CGROUP_BASE, TW_CGROUP_BASE);
 	r = resolve_filters(t);
 	if (r)
