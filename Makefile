@@ -48,7 +48,7 @@ TEST_LIBS_hist := $(OUTPUT)/sensing/hist.o
 TEST_LIBS_expo := $(OUTPUT)/controller/expo.o $(OUTPUT)/controller/report.o $(OUTPUT)/libpolicies.a $(OUTPUT)/sensing/hist.o $(OUTPUT)/libcommon.a
 test_libs = $(or $(TEST_LIBS_$(1)),$(LIBS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
-TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop
+TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop $(OUTPUT)/tests/knobtool
 BENCH_TOOLS := $(OUTPUT)/tests/floor $(OUTPUT)/tests/floor.bpf.o
 
 .PHONY: all clean check check-layers unit integration deps bench demo soak tests install uninstall fuzz fuzz-short
@@ -97,6 +97,11 @@ $(OUTPUT)/tests/test_%: tests/unit/test_%.c $$(call test_libs,$$*) | $(OUTPUT)/t
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(call test_libs,$*) $(LDLIBS) -lcmocka -o $@
 
+# The knob tool the integration tests drive (tests/integration/test_knobs.py).
+$(OUTPUT)/tests/knobtool: tests/tools/knobtool.c $(LIBS) | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
+
 $(OUTPUT)/tests/%: tests/%.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -lm -o $@
@@ -128,7 +133,7 @@ deps:
 unit: $(UNIT_TESTS)
 	$(Q)for t in $(UNIT_TESTS); do $$t || exit 1; done
 
-integration: tailwarden $(TEST_TOOLS) $(OUTPUT)/tests/test_knob
+integration: tailwarden $(TEST_TOOLS)
 	$(Q)tests/integration/run
 	$(Q)tests/integration/test_knobs
 	$(Q)tests/integration/test_control.py
