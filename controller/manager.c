@@ -380,18 +380,6 @@ static void decision_log(struct manager *m, const struct service_rt *s,
 	json_object_put(o);
 }
 
-static void fmt_value(char *buf, size_t len, enum knob_kind k, double v)
-{
-	if (!isfinite(v))
-		snprintf(buf, len, "max");
-	else if (k == KNOB_CPU_QUOTA)
-		snprintf(buf, len, "%.0f%%", v * 100);
-	else if (k == KNOB_CPU_FREQ)
-		snprintf(buf, len, "%.0fMHz", v / 1000);
-	else
-		snprintf(buf, len, "%.0f", v);
-}
-
 /* Is this knob a property of the service's unit (changed through systemd)? */
 static bool unit_knob(const struct service_rt *s, enum knob_kind k)
 {
@@ -428,8 +416,8 @@ static void apply(struct manager *m, const struct action *a)
 	char o[32], n[32], path[PATH_MAX + 64];
 	int r = 0;
 
-	fmt_value(o, sizeof(o), a->knob, a->old_value);
-	fmt_value(n, sizeof(n), a->knob, a->new_value);
+	knob_format_value(o, sizeof(o), a->knob, a->old_value, 0);
+	knob_format_value(n, sizeof(n), a->knob, a->new_value, 0);
 	m->n_decisions++;
 	if (m->o.dry_run) {
 		log_notice("dry-run: would set %s of %s: %s -> %s (%s)", knob_kind_name(a->knob),

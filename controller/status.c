@@ -21,7 +21,9 @@
 #include "common/defaults.h"
 #include "common/log.h"
 #include "controller/commands.h"
+#include "controller/output.h"
 #include "controller/status.h"
+#include "policies/action.h"
 #include "policies/config.h"
 
 #define EXIT_NOT_RUNNING 3
@@ -444,30 +446,16 @@ static double d_of(struct json_object *o, const char *key)
 	return type_of(v) & T_NUM ? json_object_get_double(v) : NAN;
 }
 
+/* µs as top shows durations ("-" when unknown). */
 static void fmt_us(char *buf, size_t len, double us)
 {
-	if (!isfinite(us))
-		snprintf(buf, len, "-");
-	else if (us >= 1e6)
-		snprintf(buf, len, "%.2fs", us / 1e6);
-	else if (us >= 1000)
-		snprintf(buf, len, "%.2fms", us / 1000);
-	else
-		snprintf(buf, len, "%.0fus", us);
+	output_fmt_duration(buf, len, isfinite(us) ? us * 1e3 : -1);
 }
 
+/* A knob named as in status.json. */
 static void fmt_knob(char *buf, size_t len, const char *knob, double v)
 {
-	if (isinf(v))
-		snprintf(buf, len, "max");
-	else if (isnan(v))
-		snprintf(buf, len, "?");
-	else if (!strcmp(knob, "cpu.max"))
-		snprintf(buf, len, "%.0f%%", v * 100);
-	else if (!strcmp(knob, "cpufreq"))
-		snprintf(buf, len, "%.0fMHz", v / 1000);
-	else
-		snprintf(buf, len, "%.0f", v);
+	knob_format_value(buf, len, knob_kind_from_name(knob), v, 0);
 }
 
 static void fmt_age(char *buf, size_t len, double s)

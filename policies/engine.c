@@ -244,17 +244,10 @@ static void fmt_ns(char *buf, size_t len, double ns)
 		append(buf, len, "%.0fns", ns);
 }
 
+/* Reasons show quotas to four significant digits: small cuts stay visible. */
 static void fmt_value(char *buf, size_t len, enum knob_kind k, double v)
 {
-	buf[0] = '\0';
-	if (isinf(v))
-		append(buf, len, "max");
-	else if (k == KNOB_CPU_QUOTA)
-		append(buf, len, "%.4g%%", v * 100);
-	else if (k == KNOB_CPU_FREQ)
-		append(buf, len, "%.0fMHz", v / 1000);
-	else
-		append(buf, len, "%.0f", v);
+	knob_format_value(buf, len, k, v, 4);
 }
 
 static const struct policy_range *range_of(const struct policy *p, enum knob_kind k)

@@ -27,12 +27,8 @@ static void usage(void)
 
 static int kind_of(const char *s, enum knob_kind *k)
 {
-	for (int i = 0; i < KNOB_MAX; i++)
-		if (!strcmp(s, knob_kind_name(i))) {
-			*k = i;
-			return 0;
-		}
-	return -EINVAL;
+	*k = knob_kind_from_name(s);
+	return *k == KNOB_MAX ? -EINVAL : 0;
 }
 
 static double value_of(const char *s)
