@@ -192,13 +192,9 @@ static int config_read(struct tw_config *c, const char *path, struct policy_erro
 	int r;
 
 	file_errs_init(&fe, errs, path);
-	r = read_whole_file(path, &data, &len);
-	if (r == -ENOMEM)
+	r = ini_read_file(&fe, path, &data, &len);
+	if (r < 0 || !data)
 		return r;
-	if (r == -EFBIG)
-		return file_err(&fe, 0, "file too large (over %d bytes)", INI_FILE_MAX);
-	if (r < 0)
-		return file_err(&fe, 0, "cannot read: %s", strerror(-r));
 	r = ini_parse_buffer(data, len, &config_schema, c, &seen, &fe);
 	free(data);
 	file_errs_sort(&fe);

@@ -183,6 +183,18 @@ out:
 	return r;
 }
 
+int ini_read_file(struct file_errs *fe, const char *path, char **data, size_t *len)
+{
+	int r = read_whole_file(path, data, len);
+
+	if (r == 0 || r == -ENOMEM)
+		return r;
+	*data = NULL;
+	if (r == -EFBIG)
+		return file_err(fe, 0, "file too large (over %d bytes)", INI_FILE_MAX);
+	return file_err(fe, 0, "cannot read: %s", strerror(-r));
+}
+
 /* ---- names and suggestions ---- */
 
 /*

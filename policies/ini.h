@@ -83,6 +83,12 @@ int policy_error_add(struct policy_errors *errs, const char *file, unsigned line
 
 /* Whole file into *data (NUL-terminated, free()); -errno, -EFBIG over INI_FILE_MAX. */
 int read_whole_file(const char *path, char **data, size_t *len);
+/*
+ * The same for a file whose problems are the user's: one that cannot be
+ * read is an error in fe ("cannot read: REASON", "file too large") and
+ * *data NULL. 0 or -ENOMEM.
+ */
+int ini_read_file(struct file_errs *fe, const char *path, char **data, size_t *len);
 
 /* Parses data against schema into obj, filling seen; errors into fe. 0 or -ENOMEM. */
 int ini_parse_buffer(const char *data, size_t len, const struct ini_schema *schema, void *obj,

@@ -369,13 +369,9 @@ static int load_policy_file(struct loader *ld, const char *path, const struct st
 		if (ld->ids[i].dev == st->st_dev && ld->ids[i].ino == st->st_ino)
 			return 0;
 	file_errs_init(&fe, ld->errs, path);
-	r = read_whole_file(path, &data, &len);
-	if (r == -ENOMEM)
+	r = ini_read_file(&fe, path, &data, &len);
+	if (r < 0 || !data)
 		return r;
-	if (r == -EFBIG)
-		return file_err(&fe, 0, "file too large (over %d bytes)", INI_FILE_MAX);
-	if (r < 0)
-		return file_err(&fe, 0, "cannot read: %s", strerror(-r));
 	r = loader_add(ld, path, st, &p);
 	if (r == 0)
 		r = ini_parse_buffer(data, len, &policy_schema, p, &seen, &fe);
