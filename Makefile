@@ -34,7 +34,7 @@ CONTROLLER := controller/run.c controller/manager.c controller/sensors.c control
 	controller/unit.c controller/daemon.c \
 	controller/report.c controller/expo.c controller/status.c controller/metrics.c
 POLICIES := policies/action.c policies/engine.c policies/policy.c policies/config.c policies/ini.c policies/units.c
-COMMON := common/log.c
+COMMON := common/log.c common/fileio.c
 # One static library per layer, linked against the flow (controller first),
 # so a program pulls in only the objects it calls: the policy and engine
 # tests link without BPF, bpftool or kernel BTF.

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <json-c/json.h>
 #include "common/defaults.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "controller/commands.h"
 #include "controller/output.h"
@@ -201,49 +202,17 @@ static struct json_object *report_json(const struct report *r)
 	return o;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= w;
-	}
-	return 0;
-}
-
 int status_write(const struct report *r, const char *dir)
 {
-	char tmp[PATH_MAX], path[PATH_MAX];
 	struct json_object *o = report_json(r);
 	const char *text;
-	int fd, rr;
+	int rr;
 
 	if (!o)
 		return -ENOMEM;
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	snprintf(path, sizeof(path), "%s/" STATUS_FILE, dir);
-	snprintf(tmp, sizeof(tmp), "%s/." STATUS_FILE ".tmp", dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		json_object_put(o);
-		return -errno;
-	}
-	rr = text ? write_all(fd, text, strlen(text)) : -ENOMEM;
-	if (!rr)
-		rr = write_all(fd, "\n", 1);
+	rr = text ? fileio_replace(dir, STATUS_FILE, text, false) : -ENOMEM;
 	json_object_put(o);
-	if (close(fd) < 0 && !rr)
-		rr = -errno;
-	if (!rr && rename(tmp, path) < 0)
-		rr = -errno;
-	if (rr)
-		unlink(tmp);
 	return rr;
 }
 
