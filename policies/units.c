@@ -93,6 +93,35 @@ struct unit {
 	double scale;
 };
 
+/* What one kind of quantity accepts, for scaled() and its messages. */
+struct unit_kind {
+	const struct unit *units;
+	size_t n;
+	bool anycase;          /* "ghz" as well as "GHz" */
+	const char *example;   /* "2ms" */
+	const char *expected;  /* "ns, us, \xc2\xb5s, ms or s" */
+};
+
+/* A number and a unit of kind k: the number times the unit's scale. */
+static int scaled(const char *s, const struct unit_kind *k, double *v, char *why)
+{
+	const char *u;
+	size_t n = scan_number(s, v);
+
+	if (!n)
+		return unit_fail(why, "expected a number and a unit, e.g. %s", k->example);
+	u = unit_after(s, n);
+	if (!*u)
+		return unit_fail(why, "missing unit; expected %s", k->expected);
+	for (size_t i = 0; i < k->n; i++) {
+		if (k->anycase ? strcasecmp(u, k->units[i].name) : strcmp(u, k->units[i].name))
+			continue;
+		*v *= k->units[i].scale;
+		return 0;
+	}
+	return unit_fail(why, "unknown unit '%s'; expected %s", u, k->expected);
+}
+
 static const struct unit duration_units[] = {
 	{ "ns", 1 },
 	{ "us", 1e3 },
@@ -102,27 +131,22 @@ static const struct unit duration_units[] = {
 	{ "s", 1e9 },
 };
 
+static const struct unit_kind durations = {
+	duration_units, sizeof(duration_units) / sizeof(*duration_units), false,
+	"2ms", "ns, us, \xc2\xb5s, ms or s",
+};
+
 int unit_parse_duration(const char *s, uint64_t *ns, char *why)
 {
-	const char *u;
 	double v;
-	size_t n = scan_number(s, &v);
+	int r = scaled(s, &durations, &v, why);
 
-	if (!n)
-		return unit_fail(why, "expected a number and a unit, e.g. 2ms");
-	u = unit_after(s, n);
-	if (!*u)
-		return unit_fail(why, "missing unit; expected ns, us, \xc2\xb5s, ms or s");
-	for (size_t i = 0; i < sizeof(duration_units) / sizeof(*duration_units); i++) {
-		if (strcmp(u, duration_units[i].name))
-			continue;
-		v *= duration_units[i].scale;
-		if (v > 1e18)
-			return unit_fail(why, "duration too large");
-		*ns = (uint64_t)llround(v);
-		return 0;
-	}
-	return unit_fail(why, "unknown unit '%s'; expected ns, us, \xc2\xb5s, ms or s", u);
+	if (r)
+		return r;
+	if (v > 1e18)
+		return unit_fail(why, "duration too large");
+	*ns = (uint64_t)llround(v);
+	return 0;
 }
 
 int unit_parse_percent(const char *s, double *fraction, char *why)
@@ -149,24 +173,20 @@ static const struct unit freq_units[] = {
 	{ "GHz", 1e6 },
 };
 
+static const struct unit_kind frequencies = {
+	freq_units, sizeof(freq_units) / sizeof(*freq_units), true,
+	"1.2GHz", "Hz, kHz, MHz or GHz",
+};
+
 int unit_parse_frequency(const char *s, double *khz, char *why)
 {
-	const char *u;
 	double v;
-	size_t n = scan_number(s, &v);
+	int r = scaled(s, &frequencies, &v, why);
 
-	if (!n)
-		return unit_fail(why, "expected a number and a unit, e.g. 1.2GHz");
-	u = unit_after(s, n);
-	if (!*u)
-		return unit_fail(why, "missing unit; expected Hz, kHz, MHz or GHz");
-	for (size_t i = 0; i < sizeof(freq_units) / sizeof(*freq_units); i++) {
-		if (strcasecmp(u, freq_units[i].name))
-			continue;
-		*khz = round(v * freq_units[i].scale);
-		return 0;
-	}
-	return unit_fail(why, "unknown unit '%s'; expected Hz, kHz, MHz or GHz", u);
+	if (r)
+		return r;
+	*khz = round(v);
+	return 0;
 }
 
 int unit_parse_percentile(const char *s, double *fraction, char *why)
