@@ -66,6 +66,7 @@
 #include <string.h>
 #include "common/defaults.h"
 #include "policies/engine.h"
+#include "policies/units.h"
 
 #define SLACK_CUT 0.0       /* below: a violation */
 #define SLACK_FREQ_UP 0.05  /* below: LC frequency up */
@@ -231,17 +232,10 @@ append(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Reasons show durations to three significant digits. */
 static void fmt_ns(char *buf, size_t len, double ns)
 {
-	buf[0] = '\0';
-	if (ns >= 1e9)
-		append(buf, len, "%.3gs", ns / 1e9);
-	else if (ns >= 1e6)
-		append(buf, len, "%.3gms", ns / 1e6);
-	else if (ns >= 1e3)
-		append(buf, len, "%.3gus", ns / 1e3);
-	else
-		append(buf, len, "%.0fns", ns);
+	unit_format_ns(buf, len, ns, 3);
 }
 
 /* Reasons show quotas to four significant digits: small cuts stay visible. */

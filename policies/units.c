@@ -329,17 +329,22 @@ void unit_format_number(double v, char *buf, size_t len)
 		snprintf(buf, len, "%.10g", v);
 }
 
-void unit_format_duration(uint64_t ns, char *buf, size_t len)
+void unit_format_ns(char *buf, size_t len, double ns, int digits)
 {
 	static const struct unit shown[] = { { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 } };
 
 	for (size_t i = 0; i < sizeof(shown) / sizeof(*shown); i++) {
 		if (ns >= shown[i].scale) {
-			snprintf(buf, len, "%.10g%s", ns / shown[i].scale, shown[i].name);
+			snprintf(buf, len, "%.*g%s", digits, ns / shown[i].scale, shown[i].name);
 			return;
 		}
 	}
-	snprintf(buf, len, "%lluns", (unsigned long long)ns);
+	snprintf(buf, len, "%.0fns", ns);
+}
+
+void unit_format_duration(uint64_t ns, char *buf, size_t len)
+{
+	unit_format_ns(buf, len, ns, 10);
 }
 
 void unit_format_percent(double fraction, char *buf, size_t len)

@@ -51,6 +51,11 @@ int unit_parse_frequency_bound(const char *s, double *v, char *why);
 
 /* Shortest exact-ish spelling: "2ms", "1.5s", "250us"; "12.5%"; "1.2GHz"; INFINITY as "max". */
 void unit_format_duration(uint64_t ns, char *buf, size_t len);
+/*
+ * A duration in the largest unit of s, ms, us it reaches, to digits
+ * significant digits ("1.23ms" at 3), or whole ns below 1us.
+ */
+void unit_format_ns(char *buf, size_t len, double ns, int digits);
 void unit_format_percent(double fraction, char *buf, size_t len);
 void unit_format_frequency(double khz, char *buf, size_t len);
 void unit_format_number(double v, char *buf, size_t len);
