@@ -22,6 +22,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "controller/commands.h"
+#include "controller/daemon.h"
 #include "controller/output.h"
 #include "controller/status.h"
 #include "policies/action.h"
@@ -593,18 +594,11 @@ static void help(void)
 
 static int status_path(const char *config, char *path, size_t len)
 {
-	struct policy_errors errs = { 0 };
 	struct tw_config *cfg;
 	int r;
 
-	if (!config && access(TW_CONFIG_PATH, F_OK) == 0)
-		config = TW_CONFIG_PATH;
-	r = config_load(config, &cfg, &errs);
-	if (r == -EINVAL)
-		policy_errors_print(&errs, stderr);
-	else if (r)
-		log_error_errno(r, "Failed to read %s", config ? config : "the default config");
-	policy_errors_clear(&errs);
+	/* The daemon's own config, read as run reads it, says where it writes. */
+	r = daemon_load_config(config, TW_CONFIG_PATH, &cfg);
 	if (r)
 		return r;
 	snprintf(path, len, "%s/" STATUS_FILE, cfg->state_dir);
