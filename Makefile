@@ -10,7 +10,9 @@ ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
 
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I$(OUTPUT) -Ibpf -Isensing -Icontroller -Ipolicies
+# Includes name their folder ("bpf/sensor_abi.h", "sensing/hist.h") from the
+# top; .output holds vmlinux.h and the skeletons.
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I. -I$(OUTPUT)
 LDLIBS := -lbpf -lelf -lz -ljson-c -lm -lcpupower -linih -lsystemd -lmicrohttpd -lpthread
 ifeq ($(SANITIZE),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
@@ -25,24 +27,37 @@ Q = @
 msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
 endif
 
-SENSING := sensing/hist.c sensing/cgroup.c sensing/sensor.c sensing/diagnosis.c sensing/contention.c sensing/reap.c
-CONTROLLER := controller/run.c controller/manager.c controller/top.c controller/output.c controller/log.c \
-	controller/knob.c controller/cpufreq.c controller/knob_state.c controller/restore.c controller/check.c \
+SENSING := sensing/hist.c sensing/cgroup.c sensing/cgroupfs.c sensing/idtab.c sensing/bpf_util.c sensing/sensor.c \
+	sensing/diagnosis.c sensing/contention.c sensing/contention_load.c sensing/reap.c
+CONTROLLER := controller/run.c controller/manager.c controller/sensors.c controller/top.c controller/output.c \
+	controller/knob.c controller/knob_freq.c controller/knob_state.c controller/restore.c controller/check.c \
 	controller/unit.c controller/daemon.c \
 	controller/report.c controller/expo.c controller/status.c controller/metrics.c
-POLICIES := policies/action.c policies/engine.c policies/policy.c policies/parse.c policies/units.c
-LIB_OBJS := $(patsubst %.c,$(OUTPUT)/%.o,$(SENSING) $(CONTROLLER) $(POLICIES))
+POLICIES := policies/action.c policies/engine.c policies/policy.c policies/config.c policies/ini.c policies/units.c
+COMMON := common/log.c common/fileio.c
+# One static library per layer, linked against the flow (controller first),
+# so a program pulls in only the objects it calls: the policy and engine
+# tests link without BPF, bpftool or kernel BTF.
+LIBS := $(OUTPUT)/libcontroller.a $(OUTPUT)/libpolicies.a $(OUTPUT)/libsensing.a $(OUTPUT)/libcommon.a
+objs = $(patsubst %.c,$(OUTPUT)/%.o,$(1))
+# What a unit test links when it needs less than every layer.
+TEST_LIBS_policy := $(OUTPUT)/controller/check.o $(OUTPUT)/libpolicies.a $(OUTPUT)/libcommon.a
+TEST_LIBS_engine := $(OUTPUT)/libpolicies.a $(OUTPUT)/sensing/diagnosis.o $(OUTPUT)/sensing/hist.o $(OUTPUT)/libcommon.a
+TEST_LIBS_diagnosis := $(OUTPUT)/sensing/diagnosis.o $(OUTPUT)/sensing/hist.o $(OUTPUT)/libcommon.a
+TEST_LIBS_hist := $(OUTPUT)/sensing/hist.o
+TEST_LIBS_expo := $(OUTPUT)/controller/expo.o $(OUTPUT)/controller/report.o $(OUTPUT)/libpolicies.a $(OUTPUT)/sensing/hist.o $(OUTPUT)/libcommon.a
+test_libs = $(or $(TEST_LIBS_$(1)),$(LIBS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
-TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop
+TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop $(OUTPUT)/tests/knobtool
 BENCH_TOOLS := $(OUTPUT)/tests/floor $(OUTPUT)/tests/floor.bpf.o
 
-.PHONY: all clean check unit integration deps bench demo soak tests install uninstall fuzz fuzz-short
+.PHONY: all clean check check-layers unit integration deps bench demo soak tests install uninstall fuzz fuzz-short
 .DELETE_ON_ERROR:
 .SECONDARY:
 
 all: tailwarden
 
-$(OUTPUT) $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/common $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
 $(OUTPUT)/vmlinux.h: | $(OUTPUT)
@@ -52,26 +67,40 @@ $(OUTPUT)/vmlinux.h: | $(OUTPUT)
 
 $(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(OUTPUT)/vmlinux.h | $(OUTPUT)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -Ibpf -c $< -o $@
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I. -I$(OUTPUT) -c $< -o $@
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@
 
 $(OUTPUT)/sensing/sensor.o: $(OUTPUT)/sensor.skel.h
-$(OUTPUT)/sensing/contention.o: $(OUTPUT)/contention.skel.h
+$(OUTPUT)/sensing/contention.o $(OUTPUT)/sensing/contention_load.o: $(OUTPUT)/contention.skel.h
 
-$(OUTPUT)/%.o: %.c $(wildcard */*.h) | $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies
+$(OUTPUT)/%.o: %.c $(wildcard */*.h) | $(OUTPUT)/common $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-tailwarden: $(OUTPUT)/controller/main.o $(LIB_OBJS)
+$(OUTPUT)/libcommon.a: $(call objs,$(COMMON))
+$(OUTPUT)/libsensing.a: $(call objs,$(SENSING))
+$(OUTPUT)/libpolicies.a: $(call objs,$(POLICIES))
+$(OUTPUT)/libcontroller.a: $(call objs,$(CONTROLLER))
+$(OUTPUT)/lib%.a:
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+tailwarden: $(OUTPUT)/controller/main.o $(LIBS)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
 
-$(OUTPUT)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS) | $(OUTPUT)/tests
+.SECONDEXPANSION:
+$(OUTPUT)/tests/test_%: tests/unit/test_%.c $$(call test_libs,$$*) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIB_OBJS) $(LDLIBS) -lcmocka -o $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(call test_libs,$*) $(LDLIBS) -lcmocka -o $@
+
+# The knob tool the integration tests drive (tests/integration/test_knobs.py).
+$(OUTPUT)/tests/knobtool: tests/tools/knobtool.c $(LIBS) | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
 
 $(OUTPUT)/tests/%: tests/%.c | $(OUTPUT)/tests
 	$(call msg,CC,$@)
@@ -104,7 +133,7 @@ deps:
 unit: $(UNIT_TESTS)
 	$(Q)for t in $(UNIT_TESTS); do $$t || exit 1; done
 
-integration: tailwarden $(TEST_TOOLS) $(OUTPUT)/tests/test_knob
+integration: tailwarden $(TEST_TOOLS)
 	$(Q)tests/integration/run
 	$(Q)tests/integration/test_knobs
 	$(Q)tests/integration/test_control.py
@@ -114,7 +143,12 @@ integration: tailwarden $(TEST_TOOLS) $(OUTPUT)/tests/test_knob
 	$(Q)tests/integration/test_systemd.py
 	$(Q)tests/integration/test_observe.py
 
+# Includes run with the flow (bpf -> sensing -> policies -> controller).
+check-layers:
+	$(Q)scripts/check-layers
+
 check: deps
+	$(Q)$(MAKE) --no-print-directory check-layers
 	$(Q)$(MAKE) --no-print-directory tests
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)$(MAKE) --no-print-directory fuzz-short
@@ -141,20 +175,21 @@ demo: deps
 # `make check`. New inputs go to .output/fuzz/corpus*, crashes to
 # .output/fuzz/crash-*.
 FUZZ_SECONDS ?= 600
-FUZZ_CFLAGS := -g -O1 -std=gnu11 -Wall -Wextra -Werror -fsanitize=fuzzer,address,undefined \
-	-fno-sanitize-recover=undefined
-FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/parse.c policies/units.c
-$(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h)
+FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/config.c policies/ini.c policies/units.c
+$(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h common/*.h)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Ipolicies $(FUZZ_SRCS) -linih -lm -o $@
+	$(Q)$(CLANG) -g -O1 -std=gnu11 -Wall -Wextra -Werror -I. \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		$(FUZZ_SRCS) -linih -lm -o $@
 
 FUZZ_STATE_SRCS := tests/fuzz/fuzz_state.c controller/knob_state.c controller/knob.c \
-	controller/unit.c controller/log.c controller/cpufreq.c policies/action.c
-$(OUTPUT)/fuzz/fuzz_state: $(FUZZ_STATE_SRCS) $(wildcard controller/*.h policies/*.h)
+	controller/knob_freq.c controller/unit.c policies/action.c common/log.c common/fileio.c
+$(OUTPUT)/fuzz/fuzz_state: $(FUZZ_STATE_SRCS) $(wildcard controller/*.h policies/*.h common/*.h)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus-state
-	$(Q)$(CLANG) $(FUZZ_CFLAGS) -Icontroller -Ipolicies -Isensing -Ibpf -I$(OUTPUT) \
+	$(Q)$(CLANG) -g -O1 -std=gnu11 -Wall -Wextra -Werror -I. -I$(OUTPUT) \
+		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		$(FUZZ_STATE_SRCS) -ljson-c -lsystemd -lcpupower -lm -o $@
 
 fuzz: $(OUTPUT)/fuzz/fuzz_policy $(OUTPUT)/fuzz/fuzz_state

@@ -33,8 +33,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "contention.h"
-#include "hist.bpf.h"
+#include "bpf/contention_abi.h"
+#include "bpf/common.bpf.h"
 
 #define TASK_RUNNING 0
 #define REQ_OP_BITS 8
@@ -167,34 +167,17 @@ struct {
 
 static __always_inline void drop(__u32 what)
 {
-	__u64 *v = bpf_map_lookup_elem(&ct_drops, &what);
-
-	if (v)
-		(*v)++;
-}
-
-static __always_inline void hist_add(__u32 *h, __u64 ns)
-{
-	__u32 b = bucket_of(ns);
-
-	if (b < HIST_BUCKETS)
-		__sync_fetch_and_add(&h[b], 1);
+	drop_count(&ct_drops, what);
 }
 
 static __always_inline struct ct_cg_counters *cg_counters(__u64 cgid)
 {
-	struct ct_cg_counters *c, zero = {};
+	struct ct_cg_counters zero = {}, *c;
 
-	c = bpf_map_lookup_elem(&ct_cg_counters, &cgid);
-	if (c)
-		return c;
-	/* BPF_NOEXIST: another CPU may have inserted it meanwhile; fine. */
-	if (bpf_map_update_elem(&ct_cg_counters, &cgid, &zero, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&ct_cg_counters, &cgid)) {
+	c = map_lookup_or_insert(&ct_cg_counters, &cgid, &zero);
+	if (!c)
 		drop(CT_DROP_CGROUP_FULL);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&ct_cg_counters, &cgid);
+	return c;
 }
 
 static __always_inline struct ct_cg_hists *cg_hists(__u64 cgid)
@@ -205,11 +188,10 @@ static __always_inline struct ct_cg_hists *cg_hists(__u64 cgid)
 	h = bpf_map_lookup_elem(&ct_cg_hists, &cgid);
 	if (h)
 		return h;
-	h = bpf_map_lookup_elem(&ct_zero_hists, &zero);
+	h = bpf_map_lookup_elem(&ct_zero_hists, &zero); /* too big for the stack */
 	if (!h)
 		return NULL;
-	bpf_map_update_elem(&ct_cg_hists, &cgid, h, BPF_NOEXIST);
-	h = bpf_map_lookup_elem(&ct_cg_hists, &cgid);
+	h = map_lookup_or_insert(&ct_cg_hists, &cgid, h);
 	if (!h)
 		drop(CT_DROP_CGROUP_FULL);
 	return h;
@@ -273,7 +255,7 @@ static __always_inline void runq_charge(struct task_struct *t, __u64 d)
 		}
 	}
 	r->runq_ns += d;
-	b = bucket_of(d);
+	b = hist_bucket_of(d);
 	if (b < HIST_BUCKETS)
 		r->hist[b]++;
 }
@@ -359,9 +341,6 @@ static __always_inline __u64 runq_stamp_wait(struct ct_task *s)
 }
 
 /* Futex ops that block: waits and priority-inheritance locks. */
-#define NR_futex 202
-#define NR_futex_waitv 449
-#define NR_futex_wait 455
 #define FUTEX_WAIT 0
 #define FUTEX_LOCK_PI 6
 #define FUTEX_WAIT_BITSET 9
@@ -603,25 +582,11 @@ int BPF_PROG(ct_block_rq_complete, struct request *rq, blk_status_t error,
 	d = waited(s.ts, now);
 	h = d ? cg_hists(s.cgid) : NULL;
 	if (h)
-		hist_add(h->io, d);
+		hist_add(h->io, hist_bucket_of(d), 1);
 	return 0;
 }
 
 /* ---- syscalls: VFS bytes and futex waits (x86_64 numbers) --------------- */
-
-#define NR_read 0
-#define NR_write 1
-#define NR_pread64 17
-#define NR_pwrite64 18
-#define NR_readv 19
-#define NR_writev 20
-#define NR_sendfile 40
-#define NR_splice 275
-#define NR_preadv 295
-#define NR_pwritev 296
-#define NR_copy_file_range 326
-#define NR_preadv2 327
-#define NR_pwritev2 328
 
 /*
  * Is fd of the current task a regular file (not a socket, pipe, tty)?

@@ -25,8 +25,8 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_core_read.h>
-#include "sensor.h"
-#include "hist.bpf.h"
+#include "bpf/common.bpf.h"
+#include "bpf/sensor_abi.h"
 
 #define AF_INET 2
 #define AF_INET6 10
@@ -168,26 +168,17 @@ struct {
 
 static __always_inline void drop(__u32 what)
 {
-	__u64 *v = bpf_map_lookup_elem(&tw_drops, &what);
-
-	if (v)
-		(*v)++;
+	drop_count(&tw_drops, what);
 }
 
 static __always_inline struct tw_cg_counters *cg_counters(__u64 cgid)
 {
-	struct tw_cg_counters *c, zero = {};
+	struct tw_cg_counters zero = {}, *c;
 
-	c = bpf_map_lookup_elem(&tw_cg_counters, &cgid);
-	if (c)
-		return c;
-	/* BPF_NOEXIST: another CPU may have inserted it meanwhile; fine. */
-	if (bpf_map_update_elem(&tw_cg_counters, &cgid, &zero, BPF_NOEXIST) &&
-	    !bpf_map_lookup_elem(&tw_cg_counters, &cgid)) {
+	c = map_lookup_or_insert(&tw_cg_counters, &cgid, &zero);
+	if (!c)
 		drop(TW_DROP_CGROUP_FULL);
-		return NULL;
-	}
-	return bpf_map_lookup_elem(&tw_cg_counters, &cgid);
+	return c;
 }
 
 static __always_inline struct tw_cg_hists *cg_hists(__u64 cgid)
@@ -198,11 +189,10 @@ static __always_inline struct tw_cg_hists *cg_hists(__u64 cgid)
 	h = bpf_map_lookup_elem(&tw_cg_hists, &cgid);
 	if (h)
 		return h;
-	h = bpf_map_lookup_elem(&tw_zero_hists, &zero);
+	h = bpf_map_lookup_elem(&tw_zero_hists, &zero); /* too big for the stack */
 	if (!h)
 		return NULL;
-	bpf_map_update_elem(&tw_cg_hists, &cgid, h, BPF_NOEXIST);
-	h = bpf_map_lookup_elem(&tw_cg_hists, &cgid);
+	h = map_lookup_or_insert(&tw_cg_hists, &cgid, h);
 	if (!h)
 		drop(TW_DROP_CGROUP_FULL);
 	return h;
@@ -342,12 +332,6 @@ static __always_inline bool attribute(struct conn *c)
 	return true;
 }
 
-static __always_inline void hist_add(__u32 *h, __u32 b, __s32 n)
-{
-	if (b < HIST_BUCKETS)
-		__sync_fetch_and_add(&h[b], n);
-}
-
 /*
  * The start of the request whose bytes the server is about to read: the
  * first arrival not yet consumed (its sk_data_ready stamp), else now (no
@@ -389,7 +373,7 @@ static __always_inline void reply_start(struct conn *c, __u64 now)
 		return;
 	}
 	h = cg_hists(c->cgid);
-	b = bucket_of(now - c->start_ns);
+	b = hist_bucket_of(now - c->start_ns);
 	if (h) {
 		__sync_fetch_and_add(&h->requests, 1);
 		hist_add(h->ttfb, b, 1);
@@ -412,7 +396,7 @@ static __always_inline void reply_more(struct conn *c, __u64 now)
 		c->phase = PH_IDLE;
 		return;
 	}
-	b = bucket_of(now - c->start_ns);
+	b = hist_bucket_of(now - c->start_ns);
 	if (b != c->bucket && (h = cg_hists(c->cgid))) {
 		hist_add(h->latency, c->bucket, -1);
 		hist_add(h->latency, b, 1);
@@ -463,7 +447,7 @@ static __always_inline void client_reply(struct conn *c, __u64 now)
 	h = cg_hists(c->cgid);
 	if (h) {
 		__sync_fetch_and_add(&h->out_requests, 1);
-		hist_add(h->outbound, bucket_of(now - c->start_ns), 1);
+		hist_add(h->outbound, hist_bucket_of(now - c->start_ns), 1);
 	}
 	maybe_flush(c, now);
 }
@@ -595,15 +579,6 @@ int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int 
  * pt_regs at exit still hold the entry arguments (x86_64). This costs
  * every syscall on the host, so it only loads when needed.
  */
-#define NR_read 0
-#define NR_write 1
-#define NR_readv 19
-#define NR_writev 20
-#define NR_sendfile 40
-#define NR_sendto 44
-#define NR_recvfrom 45
-#define NR_sendmsg 46
-#define NR_recvmsg 47
 
 static __always_inline struct sock *fd_to_tcp_sock(int fd)
 {

@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "commands.h"
-#include "policy.h"
+#include "common/defaults.h"
+#include "common/log.h"
+#include "controller/commands.h"
+#include "policies/config.h"
+#include "policies/policy.h"
 
-#define DEFAULT_CONFIG "/etc/tailwarden/tailwarden.conf"
 
 static void help(void)
 {
@@ -23,7 +25,7 @@ static void help(void)
 	       "set, as `run` would load them: a service name or cgroup in two files, and\n"
 	       "a cgroup inside another's, are errors too.\n\n"
 	       "With no policy PATH, the policies checked are those in the config's\n"
-	       "PoliciesDir=. With no PATH at all, the config is " DEFAULT_CONFIG "\n"
+	       "PoliciesDir=. With no PATH at all, the config is " TW_CONFIG_PATH "\n"
 	       "if it exists, else the built-in defaults (PoliciesDir=/etc/tailwarden/policies.d).\n\n"
 	       "Output: every problem found, not just the first, as FILE:LINE: message on\n"
 	       "stderr (LINE 0: the file as a whole). When there is none: the config's\n"
@@ -64,7 +66,7 @@ static int parse_args(struct check *ck, int argc, char **argv)
 			help();
 			return 1;
 		}
-		fprintf(stderr, "Try 'tailwarden check --help'.\n");
+		log_error("try 'tailwarden check --help'");
 		return -EINVAL;
 	}
 	ck->policies = calloc(argc, sizeof(*ck->policies));
@@ -74,15 +76,14 @@ static int parse_args(struct check *ck, int argc, char **argv)
 		if (!is_config(argv[i])) {
 			ck->policies[ck->npolicies++] = argv[i];
 		} else if (ck->config) {
-			fprintf(stderr, "tailwarden check: one main config at a time (%s, %s)\n",
-				ck->config, argv[i]);
+			log_error("one main config at a time (%s, %s)", ck->config, argv[i]);
 			return -EINVAL;
 		} else {
 			ck->config = argv[i];
 		}
 	}
-	if (!ck->config && !ck->npolicies && access(DEFAULT_CONFIG, F_OK) == 0)
-		ck->config = DEFAULT_CONFIG;
+	if (!ck->config && !ck->npolicies && access(TW_CONFIG_PATH, F_OK) == 0)
+		ck->config = TW_CONFIG_PATH;
 	return 0;
 }
 
@@ -138,11 +139,12 @@ int cmd_check(int argc, char **argv)
 	struct check ck = { 0 };
 	int r, status;
 
+	log_set_ident("tailwarden check");
 	r = parse_args(&ck, argc, argv);
 	if (r == 0)
 		r = load(&ck);
 	if (r == -ENOMEM) {
-		fprintf(stderr, "tailwarden check: %s\n", strerror(ENOMEM));
+		log_error_errno(r, "Failed to check: %m");
 		status = 1;
 	} else if (r < 0) {
 		status = 2;
@@ -158,5 +160,6 @@ int cmd_check(int argc, char **argv)
 	policy_set_free(ck.set);
 	config_free(ck.cfg);
 	free(ck.policies);
+	log_set_ident("tailwarden");
 	return status;
 }

@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
-#include "daemon.h"
-#include "log.h"
+#include "common/log.h"
+#include "controller/daemon.h"
 
 struct daemon_watchdog {
 	sd_event_source *src;

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 #include <systemd/sd-event.h>
-#include "policy.h"
+#include "policies/config.h"
 
 struct daemon_watchdog;
 

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
-#include "report.h"
+#include "controller/report.h"
 
 /* The le bounds of tailwarden_request_duration_seconds, in seconds (+Inf implied). */
 extern const double expo_latency_le_s[];

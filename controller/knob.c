@@ -2,7 +2,7 @@
 /*
  * Actuators on cgroupfs (v2 cpu.max, cpu.weight, io.weight; v1
  * cpu.cfs_quota_us/cpu.cfs_period_us, cpu.shares, blkio.bfq.weight) and on
- * the CPU frequency (cpufreq.c). Each write reads the file, writes, and
+ * the CPU frequency (knob_freq.c). Each write reads the file, writes, and
  * reads back; a value the kernel did not keep is -EIO. The comparison is
  * made in the file's own units, since converting to v1 units loses
  * precision; for the same reason knob_read() hands back the exact value
@@ -30,9 +30,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "knob_freq.h"
-#include "knob.h"
-#include "log.h"
+#include "common/log.h"
+#include "controller/knob.h"
+#include "controller/knob_freq.h"
 
 /* systemd's constants (src/basic/cgroup-util.h) */
 #define CG_WEIGHT_MIN 1UL

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * CPU frequency limits through libcpupower (cpufreq.c), for the actuators
+ * CPU frequency limits through libcpupower (knob_freq.c), for the actuators
  * (knob.c). Not named cpufreq.h: that is libcpupower's header.
  * libcpupower reads and writes under the fixed /sys/devices/system/cpu,
  * so tests give it a fake tree by bind-mounting one over that directory in

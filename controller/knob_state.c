@@ -37,11 +37,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "knob.h"
-#include "log.h"
-#include "unit.h"
+#include "common/defaults.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "controller/knob.h"
+#include "controller/knob_state.h"
+#include "controller/unit.h"
 
-#define STATE_FILE "state.json"
 #define STATE_VERSION 1
 
 struct knob_state {
@@ -286,7 +288,7 @@ int knob_state_open(const char *dir, struct knob_state **out)
 		return -ENOMEM;
 	s->dir = strdup(dir);
 	s->knobs = json_object_new_array();
-	if (!s->dir || !s->knobs || asprintf(&s->path, "%s/" STATE_FILE, dir) < 0) {
+	if (!s->dir || !s->knobs || asprintf(&s->path, "%s/" TW_STATE_FILE, dir) < 0) {
 		s->path = NULL;
 		knob_state_free(s);
 		return -ENOMEM;
@@ -367,46 +369,17 @@ int knob_state_dir(const char *dir, bool create, const char **why)
 	return 0;
 }
 
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= n;
-	}
-	return 0;
-}
-
 /* Put the records on disk, or remove the file when there are none. */
 static int save(struct knob_state *s)
 {
 	struct json_object *root;
 	const char *text, *why;
-	char *tmp = NULL;
-	int fd = -1, r;
+	int r;
 
 	if (json_object_array_length(s->knobs) == 0) {
 		if (unlink(s->path) < 0)
 			return errno == ENOENT ? 0 : -errno;
-		return fsync_dir(s->dir);
+		return fileio_sync_dir(s->dir);
 	}
 	r = knob_state_dir(s->dir, true, &why);
 	if (r)
@@ -418,32 +391,7 @@ static int save(struct knob_state *s)
 		return -ENOMEM;
 	}
 	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-	r = -ENOMEM;
-	if (!text || asprintf(&tmp, "%s/." STATE_FILE ".XXXXXX", s->dir) < 0) {
-		tmp = NULL;
-		goto out;
-	}
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	r = write_all(fd, text, strlen(text));
-	if (!r)
-		r = write_all(fd, "\n", 1);
-	if (!r && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && !r)
-		r = -errno;
-	fd = -1;
-	if (!r && rename(tmp, s->path) < 0)
-		r = -errno;
-	if (!r)
-		r = fsync_dir(s->dir);
-	if (r)
-		unlink(tmp);
-out:
-	free(tmp);
+	r = text ? fileio_replace(s->dir, TW_STATE_FILE, text, true) : -ENOMEM;
 	json_object_put(root);
 	return r;
 }

@@ -2,7 +2,7 @@
 /* tailwarden: argv dispatch only. */
 #include <stdio.h>
 #include <string.h>
-#include "commands.h"
+#include "controller/commands.h"
 
 static const struct {
 	const char *name;

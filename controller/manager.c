@@ -20,22 +20,25 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <json-c/json.h>
-#include "action.h"
-#include "cgroup.h"
-#include "daemon.h"
-#include "diagnosis.h"
-#include "engine.h"
-#include "knob.h"
-#include "log.h"
-#include "manager.h"
-#include "expo.h"
-#include "metrics.h"
-#include "commands.h"
-#include "report.h"
-#include "status.h"
-#include "reap.h"
-#include "sensing.h"
-#include "unit.h"
+#include "common/defaults.h"
+#include "common/log.h"
+#include "controller/commands.h"
+#include "controller/daemon.h"
+#include "controller/expo.h"
+#include "controller/knob.h"
+#include "controller/knob_state.h"
+#include "controller/manager.h"
+#include "controller/metrics.h"
+#include "controller/report.h"
+#include "controller/sensors.h"
+#include "controller/status.h"
+#include "controller/unit.h"
+#include "policies/action.h"
+#include "policies/engine.h"
+#include "sensing/cgroup.h"
+#include "sensing/diagnosis.h"
+#include "sensing/reap.h"
+#include "sensing/sensor.h"
 
 /* Sensor drops are logged at most this often (they come in bursts). */
 #define DROPS_LOG_USEC (60 * 1000000ULL)
@@ -243,8 +246,8 @@ static void service_renew(struct manager *m, struct service_rt *s, int idx, uint
 	if (m->state)
 		r = knob_state_renew(m->state, m->cfg->cgroup_base, s->cg, s->p->unit);
 	if (r < 0)
-		log_warning("service %s: could not put back the old instance's knobs: %s, ignoring",
-			    s->p->name, strerror(-r));
+		log_warning_errno(r, "service %s: Failed to put back the old instance's knobs: %m, ignoring",
+				  s->p->name);
 	memset(s->written, 0, sizeof(s->written));
 	memset(s->wrote, 0, sizeof(s->wrote));
 	memset(s->overridden, 0, sizeof(s->overridden));
@@ -377,18 +380,6 @@ static void decision_log(struct manager *m, const struct service_rt *s,
 	json_object_put(o);
 }
 
-static void fmt_value(char *buf, size_t len, enum knob_kind k, double v)
-{
-	if (!isfinite(v))
-		snprintf(buf, len, "max");
-	else if (k == KNOB_CPU_QUOTA)
-		snprintf(buf, len, "%.0f%%", v * 100);
-	else if (k == KNOB_CPU_FREQ)
-		snprintf(buf, len, "%.0fMHz", v / 1000);
-	else
-		snprintf(buf, len, "%.0f", v);
-}
-
 /* Is this knob a property of the service's unit (changed through systemd)? */
 static bool unit_knob(const struct service_rt *s, enum knob_kind k)
 {
@@ -425,8 +416,8 @@ static void apply(struct manager *m, const struct action *a)
 	char o[32], n[32], path[PATH_MAX + 64];
 	int r = 0;
 
-	fmt_value(o, sizeof(o), a->knob, a->old_value);
-	fmt_value(n, sizeof(n), a->knob, a->new_value);
+	knob_format_value(o, sizeof(o), a->knob, a->old_value, 0);
+	knob_format_value(n, sizeof(n), a->knob, a->new_value, 0);
 	m->n_decisions++;
 	if (m->o.dry_run) {
 		log_notice("dry-run: would set %s of %s: %s -> %s (%s)", knob_kind_name(a->knob),
@@ -435,8 +426,7 @@ static void apply(struct manager *m, const struct action *a)
 		r = write_knob(m, s, a, path, sizeof(path));
 		if (r) {
 			m->n_failed++;
-			log_warning("failed to set %s of %s to %s: %s, ignoring", path, s->cg, n,
-				    strerror(-r));
+			log_warning_errno(r, "Failed to set %s of %s to %s: %m, ignoring", path, s->cg, n);
 		} else {
 			m->n_applied++;
 			log_notice("%s: %s -> %s (%s)", path, o, n, a->reason);
@@ -592,7 +582,7 @@ static void tables_tick(struct manager *m, const struct sensor_snapshot *now,
 	if (m->drops.cgroups + m->drops.conns + m->drops.spans_negative + m->cdrops.cgroups + m->cdrops.stamps)
 		log_warning("sensor tables in the last %.0f s: %llu events of cgroups not counted (request table %zu of %u cgroups, contention table %zu), %llu connections not tracked, %llu spans dropped, %llu contention events not counted (%llu stamps); %llu entries of removed cgroups freed",
 			    (usec - m->drops_since_usec) / 1e6, (unsigned long long)m->drops.cgroups,
-			    sensor_snapshot_len(now), 4096u, cnow ? contention_snapshot_len(cnow) : 0,
+			    sensor_snapshot_len(now), (unsigned)TW_MAX_CGROUPS, cnow ? contention_snapshot_len(cnow) : 0,
 			    (unsigned long long)m->drops.conns, (unsigned long long)m->drops.spans_negative,
 			    (unsigned long long)m->cdrops.cgroups, (unsigned long long)m->cdrops.stamps,
 			    (unsigned long long)m->reaped);
@@ -642,7 +632,7 @@ static int tick(struct manager *m, uint64_t usec)
 		sense_service(m, &m->svc[i], i, now, cnow, iv, &in[i]);
 	n = engine_tick(m->engine, usec * 1000, in, acts, nacts);
 	if (n < 0)
-		log_error_errno(n, "policy engine failed this tick, ignoring");
+		log_error_errno(n, "Failed to decide this tick (policy engine: %m), ignoring");
 	for (int i = 0; i < n; i++)
 		apply(m, &acts[i]);
 	log_verdicts(m);
@@ -720,7 +710,12 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		snprintf(m->reload_error, sizeof(m->reload_error), "out of memory");
 		goto done;
 	}
-	restore(m);
+	/*
+	 * Knobs not put back stay in the state file for `tailwarden restore`;
+	 * the new policies start from what the cgroups hold now.
+	 */
+	if (restore(m) < 0)
+		log_warning("reload: some knobs keep the values we set, ignoring");
 	services_free(m);
 	engine_free(m->engine);
 	policy_set_free(m->set);
@@ -747,27 +742,17 @@ static int on_exit_signal(sd_event_source *src, const struct signalfd_siginfo *s
 
 static int open_sensors(struct manager *m)
 {
-	struct contention_opts co = { .signals = CONT_DEFAULT, .cgroup_base = m->cfg->cgroup_base,
-				      .max_cgroups = 4096 };
-	const char *why = NULL;
-	int r;
+	const struct sensors_opts o = {
+		.sensor = &sensor_defaults,
+		.signals = m->o.no_contention ? 0 : CONT_DEFAULT,
+		.cgroup_base = m->cfg->cgroup_base,
+		.without = "policies act on latency alone",
+	};
+	int r = sensors_open(&o, &m->sensor, &m->cont);
 
-	r = sensor_open(&sensor_defaults, &m->sensor, &why);
-	if (r)
-		return log_error("cannot start sensing: %s (%s)", why ? why : "unknown", strerror(-r)), r;
-	log_info("sensing mode: %s (%s)", sensor_mode_name(sensor_mode(m->sensor)),
-		 sensor_mode_reason(m->sensor));
-	if (m->o.no_contention)
-		return 0;
-	r = contention_open(&co, &m->cont, &why);
-	if (r) {
-		log_warning("contention signals unavailable: %s (%s); policies act on latency alone",
-			    why ? why : "unknown", strerror(-r));
-		m->cont = NULL;
-	} else if (*contention_missing(m->cont)) {
-		log_info("contention signals: %s", contention_missing(m->cont));
-	}
-	return 0;
+	if (!r)
+		sensors_log_mode(m->sensor);
+	return r;
 }
 
 static int open_outputs(struct manager *m)
@@ -807,7 +792,7 @@ int manager_new(const struct manager_opts *o, struct manager **out)
 	m->cfg = o->cfg;
 	r = cg_root_find(m->cfg->cgroup_base, m->root, sizeof(m->root));
 	if (r) {
-		log_error_errno(r, "no cgroup2 hierarchy under %s", m->cfg->cgroup_base);
+		log_error_errno(r, "Failed to find a cgroup2 hierarchy under %s: %m", m->cfg->cgroup_base);
 		goto fail;
 	}
 	m->names = cg_names_new(m->root);
@@ -851,13 +836,14 @@ int manager_run(struct manager *m)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	r = sd_event_default(&m->event);
 	if (r < 0)
-		return log_error_errno(r, "Failed to create the event loop");
+		return log_error_errno(r, "Failed to create the event loop: %m");
 	sd_event_now(m->event, CLOCK_MONOTONIC, &m->last_usec);
 	r = sensor_read(m->sensor, &m->prev);
-	if (!r && m->cont)
-		r = contention_read(m->cont, &m->cprev);
-	if (!r)
-		r = sd_event_add_time(m->event, NULL, CLOCK_MONOTONIC,
+	if (r)
+		return log_error_errno(r, "Failed to read the request sensor: %m");
+	if (m->cont && (r = contention_read(m->cont, &m->cprev)))
+		return log_error_errno(r, "Failed to read the contention sensor: %m");
+	r = sd_event_add_time(m->event, NULL, CLOCK_MONOTONIC,
 				      m->last_usec + m->cfg->period_ns / 1000, 1000, on_tick, m);
 	if (r >= 0)
 		r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
@@ -869,7 +855,7 @@ int manager_run(struct manager *m)
 	if (r >= 0)
 		r = daemon_watchdog_new(m->event, m->cfg->period_ns / 1000, &m->watchdog);
 	if (r < 0)
-		return log_error_errno(r, "Failed to set up the event loop");
+		return log_error_errno(r, "Failed to set up the event loop: %m");
 	log_info("running: %zu service(s), period %.0f ms%s", m->set->n, m->cfg->period_ns / 1e6,
 		 m->o.dry_run ? ", dry-run" : "");
 	hook_publish(m, 0); /* status and metrics, before the first tick */
@@ -1057,8 +1043,8 @@ static void hook_publish(struct manager *m, uint64_t tick_start_usec)
 	}
 	e = status_write(r, m->cfg->state_dir);
 	if (e && !m->status_failed)
-		log_warning("cannot write %s/" STATUS_FILE ": %s; 'tailwarden status' will not see this daemon, ignoring",
-			    m->cfg->state_dir, strerror(-e));
+		log_warning_errno(e, "Failed to write %s/" STATUS_FILE ": %m; 'tailwarden status' will not see this daemon, ignoring",
+				  m->cfg->state_dir);
 	m->status_failed = e != 0;
 	if (m->metrics && !expo_render(r, TW_VERSION, &text, &len))
 		metrics_publish(m->metrics, text, len);
@@ -1074,8 +1060,8 @@ static int hooks_open(struct manager *m)
 		return -ENOMEM;
 	r = status_dir_prepare(m->cfg->state_dir, &why);
 	if (r)
-		return log_error("refusing to start: the state directory %s %s (%s)", m->cfg->state_dir,
-				 why, strerror(-r)), r;
+		return log_error_errno(r, "refusing to start: the state directory %s %s (%m)",
+				       m->cfg->state_dir, why);
 	if (!m->cfg->metrics)
 		return 0;
 	r = metrics_start(m->cfg->metrics, &m->metrics);

@@ -8,7 +8,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "policy.h"
+#include "policies/config.h"
+#include "policies/policy.h"
 
 struct manager;
 

@@ -14,9 +14,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <microhttpd.h>
-#include "log.h"
-#include "metrics.h"
-#include "policy.h"
+#include "common/log.h"
+#include "controller/metrics.h"
+#include "policies/config.h"
 
 struct metrics {
 	struct MHD_Daemon *d;

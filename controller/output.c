@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include "output.h"
+#include "controller/output.h"
 
 /* A double serialised with a fixed number of decimals. */
 static struct json_object *num(double v, const char *fmt)
@@ -14,15 +15,19 @@ static struct json_object *num(double v, const char *fmt)
 	return json_object_new_double_s(v, buf);
 }
 
-static const struct {
+struct pct {
 	const char *key;
 	double q;
-} pcts[] = {
-	{ "p50", 0.50 }, { "p90", 0.90 }, { "p99", 0.99 }, { "p999", 0.999 },
 };
 
-/* Percentiles in µs, or JSON null when the window has no values. */
-static struct json_object *latency_json(const struct hist *h)
+static const struct pct latency_pcts[] = {
+	{ "p50", 0.50 }, { "p90", 0.90 }, { "p99", 0.99 }, { "p999", 0.999 },
+};
+static const struct pct signal_pcts[] = { { "p50", 0.50 }, { "p99", 0.99 } };
+
+/* Percentiles (and the maximum) in µs of a ns histogram, or JSON null when it holds nothing. */
+static struct json_object *pcts_json(const struct hist *h, const struct pct *p, size_t n,
+				     bool with_max)
 {
 	struct json_object *o;
 
@@ -31,11 +36,17 @@ static struct json_object *latency_json(const struct hist *h)
 	o = json_object_new_object();
 	if (!o)
 		return NULL;
-	for (size_t i = 0; i < sizeof(pcts) / sizeof(*pcts); i++)
-		json_object_object_add(o, pcts[i].key,
-				       num(hist_percentile(h, pcts[i].q) / 1000.0, "%.1f"));
-	json_object_object_add(o, "max", num(hist_max(h) / 1000.0, "%.1f"));
+	for (size_t i = 0; i < n; i++)
+		json_object_object_add(o, p[i].key, num(hist_percentile(h, p[i].q) / 1000.0, "%.1f"));
+	if (with_max)
+		json_object_object_add(o, "max", num(hist_max(h) / 1000.0, "%.1f"));
 	return o;
+}
+
+/* p50, p90, p99, p999 and max of a request histogram. */
+static struct json_object *latency_json(const struct hist *h)
+{
+	return pcts_json(h, latency_pcts, sizeof(latency_pcts) / sizeof(*latency_pcts), true);
 }
 
 static void add_u64(struct json_object *o, const char *k, uint64_t v)
@@ -104,19 +115,10 @@ static struct json_object *maybe(double v, const char *fmt)
 	return isnan(v) ? NULL : num(v, fmt);
 }
 
-/* {p50, p99} in µs of a ns histogram, or null when it holds nothing. */
+/* {p50, p99} in µs of a contention histogram, or null when it holds nothing. */
 static struct json_object *p50_p99_us(const struct hist *h)
 {
-	struct json_object *o;
-
-	if (!h->total)
-		return NULL;
-	o = json_object_new_object();
-	if (!o)
-		return NULL;
-	json_object_object_add(o, "p50", num(hist_percentile(h, 0.50) / 1000.0, "%.1f"));
-	json_object_object_add(o, "p99", num(hist_percentile(h, 0.99) / 1000.0, "%.1f"));
-	return o;
+	return pcts_json(h, signal_pcts, sizeof(signal_pcts) / sizeof(*signal_pcts), false);
 }
 
 static struct json_object *diagnosis_json(const struct diagnosis *d)

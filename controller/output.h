@@ -5,8 +5,8 @@
 
 #include <stdio.h>
 #include <json-c/json.h>
-#include "diagnosis.h"
-#include "sensing.h"
+#include "sensing/diagnosis.h"
+#include "sensing/sensor.h"
 
 /*
  * One sample as the documented JSON object (see README "top --json").

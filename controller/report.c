@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "report.h"
+#include "controller/report.h"
 
 struct report *report_new(int pid, bool dry_run, double period_s)
 {

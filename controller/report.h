@@ -14,10 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
-#include "action.h"
-#include "contention.h"
-#include "hist.h"
-#include "sensing.h"
+#include "policies/action.h"
+#include "sensing/contention.h"
+#include "sensing/hist.h"
+#include "sensing/sensor.h"
 
 #define REPORT_LAST_ACTIONS 16
 

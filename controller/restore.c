@@ -6,13 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include "commands.h"
-#include "daemon.h"
-#include "knob.h"
-#include "log.h"
-#include "policy.h"
-
-#define DEFAULT_CONFIG "/etc/tailwarden/tailwarden.conf"
+#include "common/defaults.h"
+#include "common/log.h"
+#include "controller/commands.h"
+#include "controller/daemon.h"
+#include "controller/knob_state.h"
+#include "policies/config.h"
 
 static void help(void)
 {
@@ -23,8 +22,8 @@ static void help(void)
 	       "there was nothing to restore, 1 when something could not be restored\n"
 	       "(the state file then keeps only that). Must run as root.\n\n"
 	       "      --config FILE     main config, as for run: its StateDir= is where the\n"
-	       "                        state file is (default " DEFAULT_CONFIG "\n"
-	       "                        if present, else /run/tailwarden)\n"
+	       "                        state file is (default " TW_CONFIG_PATH "\n"
+	       "                        if present, else " TW_STATE_DIR ")\n"
 	       "      --state-dir DIR   the state directory, whatever the config says\n"
 	       "  -h, --help            this text\n");
 }
@@ -56,7 +55,7 @@ static int restore_dir(const char *dir)
 	}
 	r = knob_state_open(dir, &s);
 	if (r == -EBADMSG) {
-		log_error("%s/state.json is not a tailwarden state file; not touching anything", dir);
+		log_error("%s/" TW_STATE_FILE " is not a tailwarden state file; not touching anything", dir);
 		return 1;
 	}
 	if (r) {
@@ -67,13 +66,13 @@ static int restore_dir(const char *dir)
 	knob_state_free(s);
 	if (r < 0) {
 		fflush(stdout);
-		log_error_errno(r, "Failed to restore some knobs (%s/state.json keeps them)", dir);
+		log_error_errno(r, "Failed to restore some knobs (%s/" TW_STATE_FILE " keeps them)", dir);
 		return 1;
 	}
 	if (r == 0)
-		printf("nothing to restore: no knob recorded in %s/state.json\n", dir);
+		printf("nothing to restore: no knob recorded in %s/" TW_STATE_FILE "\n", dir);
 	else
-		printf("restored %d knob(s) recorded in %s/state.json\n", r, dir);
+		printf("restored %d knob(s) recorded in %s/" TW_STATE_FILE "\n", r, dir);
 	return 0;
 }
 
@@ -111,7 +110,7 @@ int cmd_restore(int argc, char **argv)
 	}
 	if (!dir) {
 		/* The same config as run's, so that a custom StateDir= is found. */
-		if (daemon_load_config(config, DEFAULT_CONFIG, &cfg))
+		if (daemon_load_config(config, TW_CONFIG_PATH, &cfg))
 			return 1;
 		dir = cfg->state_dir;
 	}

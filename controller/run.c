@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "commands.h"
-#include "daemon.h"
-#include "log.h"
-#include "manager.h"
-#include "policy.h"
-
-#define DEFAULT_CONFIG "/etc/tailwarden/tailwarden.conf"
+#include "common/defaults.h"
+#include "common/log.h"
+#include "controller/commands.h"
+#include "controller/daemon.h"
+#include "controller/manager.h"
+#include "policies/config.h"
+#include "policies/policy.h"
 
 static void help(void)
 {
@@ -22,7 +22,7 @@ static void help(void)
 	       "changing best-effort services' CPU and I/O knobs, per the policy files.\n"
 	       "Every change is logged; all of them are undone on SIGTERM/SIGINT.\n"
 	       "SIGHUP re-reads the policies (an invalid set keeps the old one).\n\n"
-	       "      --config FILE     main config (default " DEFAULT_CONFIG " if present)\n"
+	       "      --config FILE     main config (default " TW_CONFIG_PATH " if present)\n"
 	       "      --policies PATH   policy file or directory (default: the config's\n"
 	       "                        PoliciesDir=, /etc/tailwarden/policies.d)\n"
 	       "      --dry-run         decide and log as usual, write nothing\n"
@@ -66,7 +66,7 @@ int cmd_run(int argc, char **argv)
 		log_error("must run as root (BPF sensors and cgroup knobs)");
 		return 1;
 	}
-	if (daemon_load_config(config, DEFAULT_CONFIG, &o.cfg)) {
+	if (daemon_load_config(config, TW_CONFIG_PATH, &o.cfg)) {
 		log_error("refusing to start");
 		return 1;
 	}

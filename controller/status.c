@@ -18,12 +18,16 @@
 #include <time.h>
 #include <unistd.h>
 #include <json-c/json.h>
-#include "commands.h"
-#include "log.h"
-#include "policy.h"
-#include "status.h"
+#include "common/defaults.h"
+#include "common/fileio.h"
+#include "common/log.h"
+#include "controller/commands.h"
+#include "controller/daemon.h"
+#include "controller/output.h"
+#include "controller/status.h"
+#include "policies/action.h"
+#include "policies/config.h"
 
-#define DEFAULT_CONFIG "/etc/tailwarden/tailwarden.conf"
 #define EXIT_NOT_RUNNING 3
 
 /* ---- writing (the daemon) ---- */
@@ -199,49 +203,17 @@ static struct json_object *report_json(const struct report *r)
 	return o;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= w;
-	}
-	return 0;
-}
-
 int status_write(const struct report *r, const char *dir)
 {
-	char tmp[PATH_MAX], path[PATH_MAX];
 	struct json_object *o = report_json(r);
 	const char *text;
-	int fd, rr;
+	int rr;
 
 	if (!o)
 		return -ENOMEM;
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-	snprintf(path, sizeof(path), "%s/" STATUS_FILE, dir);
-	snprintf(tmp, sizeof(tmp), "%s/." STATUS_FILE ".tmp", dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0) {
-		json_object_put(o);
-		return -errno;
-	}
-	rr = text ? write_all(fd, text, strlen(text)) : -ENOMEM;
-	if (!rr)
-		rr = write_all(fd, "\n", 1);
+	rr = text ? fileio_replace(dir, STATUS_FILE, text, false) : -ENOMEM;
 	json_object_put(o);
-	if (close(fd) < 0 && !rr)
-		rr = -errno;
-	if (!rr && rename(tmp, path) < 0)
-		rr = -errno;
-	if (rr)
-		unlink(tmp);
 	return rr;
 }
 
@@ -393,8 +365,10 @@ static int status_read(const char *path, struct json_object **out)
 	int fd, r = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return errno == ENOENT ? -ENOENT : (log_error_errno(-errno, "Failed to open %s", path), -errno);
+	if (fd < 0) {
+		r = -errno;
+		return r == -ENOENT ? r : log_error_errno(r, "Failed to open %s: %m", path);
+	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > STATUS_MAX_BYTES) {
 		log_error("%s: not a regular file of at most %d bytes; ignoring it", path, STATUS_MAX_BYTES);
 		close(fd);
@@ -409,7 +383,7 @@ static int status_read(const char *path, struct json_object **out)
 	close(fd);
 	if (n < 0 || n > STATUS_MAX_BYTES) {
 		free(buf);
-		return log_error("%s: cannot read it whole", path), -EBADMSG;
+		return log_error_errno(-EBADMSG, "Failed to read %s whole", path);
 	}
 	buf[n] = '\0';
 	o = json_tokener_parse(buf);
@@ -442,30 +416,16 @@ static double d_of(struct json_object *o, const char *key)
 	return type_of(v) & T_NUM ? json_object_get_double(v) : NAN;
 }
 
+/* µs as top shows durations ("-" when unknown). */
 static void fmt_us(char *buf, size_t len, double us)
 {
-	if (!isfinite(us))
-		snprintf(buf, len, "-");
-	else if (us >= 1e6)
-		snprintf(buf, len, "%.2fs", us / 1e6);
-	else if (us >= 1000)
-		snprintf(buf, len, "%.2fms", us / 1000);
-	else
-		snprintf(buf, len, "%.0fus", us);
+	output_fmt_duration(buf, len, isfinite(us) ? us * 1e3 : -1);
 }
 
+/* A knob named as in status.json. */
 static void fmt_knob(char *buf, size_t len, const char *knob, double v)
 {
-	if (isinf(v))
-		snprintf(buf, len, "max");
-	else if (isnan(v))
-		snprintf(buf, len, "?");
-	else if (!strcmp(knob, "cpu.max"))
-		snprintf(buf, len, "%.0f%%", v * 100);
-	else if (!strcmp(knob, "cpufreq"))
-		snprintf(buf, len, "%.0fMHz", v / 1000);
-	else
-		snprintf(buf, len, "%.0f", v);
+	knob_format_value(buf, len, knob_kind_from_name(knob), v, 0);
 }
 
 static void fmt_age(char *buf, size_t len, double s)
@@ -627,25 +587,18 @@ static void help(void)
 	       "last window, verdict and knobs; the last actions; sensor tables.\n"
 	       "Exit status 3 and 'not running' when no daemon runs.\n\n"
 	       "      --config FILE   the daemon's config, for its StateDir= (default\n"
-	       "                      " DEFAULT_CONFIG " if present)\n"
+	       "                      " TW_CONFIG_PATH " if present)\n"
 	       "      --json          one JSON object\n"
 	       "  -h, --help          this text\n");
 }
 
 static int status_path(const char *config, char *path, size_t len)
 {
-	struct policy_errors errs = { 0 };
 	struct tw_config *cfg;
 	int r;
 
-	if (!config && access(DEFAULT_CONFIG, F_OK) == 0)
-		config = DEFAULT_CONFIG;
-	r = config_load(config, &cfg, &errs);
-	if (r == -EINVAL)
-		policy_errors_print(&errs, stderr);
-	else if (r)
-		log_error_errno(r, "Failed to read %s", config ? config : "the default config");
-	policy_errors_clear(&errs);
+	/* The daemon's own config, read as run reads it, says where it writes. */
+	r = daemon_load_config(config, TW_CONFIG_PATH, &cfg);
 	if (r)
 		return r;
 	snprintf(path, len, "%s/" STATUS_FILE, cfg->state_dir);

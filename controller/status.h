@@ -8,7 +8,7 @@
 #ifndef TW_STATUS_H
 #define TW_STATUS_H
 
-#include "report.h"
+#include "controller/report.h"
 
 #define STATUS_FILE "status.json"
 #define STATUS_MAX_BYTES (4 << 20)

@@ -11,15 +11,16 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include "cgroup.h"
-#include "commands.h"
-#include "diagnosis.h"
-#include "log.h"
-#include "output.h"
-#include "reap.h"
-#include "sensing.h"
+#include "common/defaults.h"
+#include "common/log.h"
+#include "controller/commands.h"
+#include "controller/output.h"
+#include "controller/sensors.h"
+#include "sensing/cgroup.h"
+#include "sensing/diagnosis.h"
+#include "sensing/reap.h"
+#include "sensing/sensor.h"
 
-#define CGROUP_BASE "/sys/fs/cgroup"
 
 struct filter {
 	char rel[PATH_MAX];
@@ -135,24 +136,32 @@ static int parse_args(struct top *t, int argc, char **argv)
 			snprintf(t->filters[t->nfilters++].rel, PATH_MAX, "%s", optarg);
 			break;
 		case 'i':
-			if (parse_double(optarg, 0.05, 3600, &t->interval))
-				return log_error("--interval: '%s' is not a number of seconds between 0.05 and 3600", optarg), -EINVAL;
+			if (parse_double(optarg, 0.05, 3600, &t->interval)) {
+				log_error("--interval: '%s' is not a number of seconds between 0.05 and 3600", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'n':
-			if (parse_double(optarg, 1, 1e9, &v) || v != (long)v)
-				return log_error("--count: '%s' is not a positive whole number", optarg), -EINVAL;
+			if (parse_double(optarg, 1, 1e9, &v) || v != (long)v) {
+				log_error("--count: '%s' is not a positive whole number", optarg);
+				return -EINVAL;
+			}
 			t->count = v;
 			break;
 		case 'j':
 			t->json = true;
 			break;
 		case 'm':
-			if (sensor_mode_parse(optarg, &t->sopts.mode))
-				return log_error("--mode: '%s' is not one of auto, arrival, receive, syscall", optarg), -EINVAL;
+			if (sensor_mode_parse(optarg, &t->sopts.mode)) {
+				log_error("--mode: '%s' is not one of auto, arrival, receive, syscall", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'C':
-			if (parse_double(optarg, 1024, 16777216, &v) || v != (long)v)
-				return log_error("--max-conns: '%s' is not a whole number between 1024 and 16777216", optarg), -EINVAL;
+			if (parse_double(optarg, 1024, 16777216, &v) || v != (long)v) {
+				log_error("--max-conns: '%s' is not a whole number between 1024 and 16777216", optarg);
+				return -EINVAL;
+			}
 			t->sopts.max_conns = v;
 			break;
 		case 'N':
@@ -162,18 +171,23 @@ static int parse_args(struct top *t, int argc, char **argv)
 			t->sopts.outbound = true;
 			break;
 		case 'S':
-			if (contention_signals_parse(optarg, &t->signals))
-				return log_error("--signals: '%s' is not a list of sched, block, vfs, futex, lock, memory, network, tcp_rtt, page_faults, default, all", optarg), -EINVAL;
+			if (contention_signals_parse(optarg, &t->signals)) {
+				log_error("--signals: '%s' is not a list of sched, block, vfs, futex, lock, memory, network, tcp_rtt, page_faults, default, all", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'h':
 			help();
 			return 1;
 		default:
-			return log_error("try 'tailwarden top --help'"), -EINVAL;
+			log_error("try 'tailwarden top --help'");
+			return -EINVAL;
 		}
 	}
-	if (optind < argc)
-		return log_error("unexpected argument '%s'; try 'tailwarden top --help'", argv[optind]), -EINVAL;
+	if (optind < argc) {
+		log_error("unexpected argument '%s'; try 'tailwarden top --help'", argv[optind]);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -185,7 +199,7 @@ static int resolve_filters(struct top *t)
 		int r;
 
 		snprintf(arg, sizeof(arg), "%s", f->rel);
-		r = cg_resolve(CGROUP_BASE, t->root, arg, f->rel, sizeof(f->rel), &f->id);
+		r = cg_resolve(TW_CGROUP_BASE, t->root, arg, f->rel, sizeof(f->rel), &f->id);
 		if (r)
 			return log_error_errno(r, "--cgroup %s: no such cgroup under %s", arg, t->root);
 	}
@@ -393,44 +407,30 @@ static int loop(struct top *t)
 	return r ? log_error_errno(r, "Failed to sample") : 0;
 }
 
-/* Contention signals are a bonus: without them top still shows requests. */
-static void open_contention(struct top *t)
-{
-	struct contention_opts co = { .signals = t->signals, .cgroup_base = CGROUP_BASE,
-				      .max_cgroups = 4096 };
-	const char *why = NULL;
-	int r;
-
-	r = contention_open(&co, &t->cont, &why);
-	if (r) {
-		log_warning("contention signals unavailable: %s (%s); no diagnosis",
-			    why ? why : "unknown", strerror(-r));
-		t->cont = NULL;
-	} else if (*contention_missing(t->cont)) {
-		log_info("contention signals: %s", contention_missing(t->cont));
-	}
-}
-
 static int setup(struct top *t)
 {
-	const char *why = NULL;
+	const struct sensors_opts so = {
+		.sensor = &t->sopts,
+		.signals = t->no_contention ? 0 : t->signals,
+		.cgroup_base = TW_CGROUP_BASE,
+		.without = "no diagnosis",
+	};
 	int r;
 
-	r = cg_root_find(CGROUP_BASE, t->root, sizeof(t->root));
+	r = cg_root_find(TW_CGROUP_BASE, t->root, sizeof(t->root));
 	if (r)
-		return log_error_errno(r, "no cgroup2 hierarchy at %s or %s/unified (cgroup ids are cgroup2 inode numbers)",
-				       CGROUP_BASE, CGROUP_BASE);
+		return log_error_errno(r, "Failed to find a cgroup2 hierarchy at %s or %s/unified (cgroup ids are cgroup2 inode numbers): %m",
+				       TW_CGROUP_BASE, TW_CGROUP_BASE);
 	r = resolve_filters(t);
 	if (r)
 		return r;
 	t->names = cg_names_new(t->root);
 	if (!t->names)
 		return log_error_errno(-ENOMEM, "Failed to set up");
-	r = sensor_open(&t->sopts, &t->sensor, &why);
+	/* Contention signals are a bonus: without them top still shows requests. */
+	r = sensors_open(&so, &t->sensor, &t->cont);
 	if (r)
-		return log_error("cannot start sensing: %s (%s)", why ? why : "unknown", strerror(-r)), r;
-	if (!t->no_contention)
-		open_contention(t);
+		return r;
 	r = sensor_read(t->sensor, &t->start);
 	if (!r && t->cont && contention_read(t->cont, &t->cprev))
 		t->cprev = NULL;
@@ -438,8 +438,7 @@ static int setup(struct top *t)
 		return log_error_errno(r, "Failed to read the request sensor");
 	t->attached = now_s(CLOCK_MONOTONIC);
 	/* Last: scripts wait for this line to know the sensors are attached. */
-	log_info("sensing mode: %s (%s)", sensor_mode_name(sensor_mode(t->sensor)),
-		 sensor_mode_reason(t->sensor));
+	sensors_log_mode(t->sensor);
 	return 0;
 }
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
-#include "unit.h"
+#include "controller/unit.h"
 
 #define SD_DEST "org.freedesktop.systemd1"
 #define SD_PATH "/org/freedesktop/systemd1"

@@ -14,8 +14,9 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "action.h"
-#include "policy.h"
+#include "policies/action.h"
+#include "policies/config.h"
+#include "policies/policy.h"
 
 struct unit_bus;
 

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
-#include "action.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "policies/action.h"
 
 const char *knob_kind_name(enum knob_kind k)
 {
@@ -11,4 +14,28 @@ const char *knob_kind_name(enum knob_kind k)
 	};
 
 	return (int)k >= 0 && k < KNOB_MAX ? names[k] : "unknown";
+}
+
+enum knob_kind knob_kind_from_name(const char *name)
+{
+	for (int k = 0; k < KNOB_MAX; k++)
+		if (!strcmp(name, knob_kind_name(k)))
+			return k;
+	return KNOB_MAX;
+}
+
+void knob_format_value(char *buf, size_t len, enum knob_kind k, double v, int quota_digits)
+{
+	if (isnan(v))
+		snprintf(buf, len, "?");
+	else if (isinf(v))
+		snprintf(buf, len, "max");
+	else if (k == KNOB_CPU_QUOTA && quota_digits)
+		snprintf(buf, len, "%.*g%%", quota_digits, v * 100);
+	else if (k == KNOB_CPU_QUOTA)
+		snprintf(buf, len, "%.0f%%", v * 100);
+	else if (k == KNOB_CPU_FREQ)
+		snprintf(buf, len, "%.0fMHz", v / 1000);
+	else
+		snprintf(buf, len, "%.0f", v);
 }

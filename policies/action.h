@@ -22,5 +22,14 @@ struct action {
 };
 
 const char *knob_kind_name(enum knob_kind k); /* "cpu.max", "cpu.weight", "io.weight", "cpufreq" */
+/* The kind named name (as knob_kind_name() says it), or KNOB_MAX when none. */
+enum knob_kind knob_kind_from_name(const char *name);
+/*
+ * A knob's value for people, as the log, the reasons and `status` show it:
+ * "max", a quota in percent with quota_digits significant digits (0: whole
+ * percent), a frequency in MHz, a weight; "?" for NaN (unknown). A kind of
+ * KNOB_MAX (unknown) prints the number.
+ */
+void knob_format_value(char *buf, size_t len, enum knob_kind k, double v, int quota_digits);
 
 #endif

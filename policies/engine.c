@@ -26,7 +26,7 @@
  * its target cuts until it holds, and never gives back, so it cannot flap.
  * Frequency rises already below 0.05 of slack: it costs only energy.
  *
- * Which knob: weight first. Measured here (DESIGN.md) a quota cuts the
+ * Which knob: weight first. Measured (docs/design.md) a quota cuts the
  * hog's average share but not the slice a waking request waits behind; a
  * low cpu.weight changes who runs first on wake-up and stays
  * work-conserving. So a CPU violation halves the BE's cpu.weight down to
@@ -64,7 +64,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "engine.h"
+#include "common/defaults.h"
+#include "policies/engine.h"
+#include "policies/units.h"
 
 #define SLACK_CUT 0.0       /* below: a violation */
 #define SLACK_FREQ_UP 0.05  /* below: LC frequency up */
@@ -98,7 +100,6 @@
  */
 #define BACKOFF_FIRST 8
 #define BACKOFF_MAX 256
-#define DEFAULT_WINDOW_NS 1000000000ULL
 /* A verdict older than this many windows (the cgroup vanished?) no longer votes. */
 #define VERDICT_WINDOWS 3
 
@@ -231,30 +232,16 @@ append(char *buf, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Reasons show durations to three significant digits. */
 static void fmt_ns(char *buf, size_t len, double ns)
 {
-	buf[0] = '\0';
-	if (ns >= 1e9)
-		append(buf, len, "%.3gs", ns / 1e9);
-	else if (ns >= 1e6)
-		append(buf, len, "%.3gms", ns / 1e6);
-	else if (ns >= 1e3)
-		append(buf, len, "%.3gus", ns / 1e3);
-	else
-		append(buf, len, "%.0fns", ns);
+	unit_format_ns(buf, len, ns, 3);
 }
 
+/* Reasons show quotas to four significant digits: small cuts stay visible. */
 static void fmt_value(char *buf, size_t len, enum knob_kind k, double v)
 {
-	buf[0] = '\0';
-	if (isinf(v))
-		append(buf, len, "max");
-	else if (k == KNOB_CPU_QUOTA)
-		append(buf, len, "%.4g%%", v * 100);
-	else if (k == KNOB_CPU_FREQ)
-		append(buf, len, "%.0fMHz", v / 1000);
-	else
-		append(buf, len, "%.0f", v);
+	knob_format_value(buf, len, k, v, 4);
 }
 
 static const struct policy_range *range_of(const struct policy *p, enum knob_kind k)
@@ -301,9 +288,13 @@ static double clamp_range(const struct policy_range *r, double v)
 static bool movable(const struct engine *e, size_t i, enum knob_kind k)
 {
 	const struct policy_range *r = range_of(&e->set->v[i], k);
-	const struct knob_mem *m = &e->s[i].k[k];
+	const struct knob_mem *m;
 
-	return r && r->set && !m->hands_off && !isnan(m->now);
+	/* No range: not a knob kind (k >= KNOB_MAX), so k must not index k[]. */
+	if (!r || !r->set)
+		return false;
+	m = &e->s[i].k[k];
+	return !m->hands_off && !isnan(m->now);
 }
 
 static bool cooled(const struct knob_mem *m, enum dir d, uint64_t now)
@@ -321,7 +312,7 @@ static bool cooled(const struct knob_mem *m, enum dir d, uint64_t now)
 
 static uint64_t window_of(const struct policy *p)
 {
-	return p->window_ns ? p->window_ns : DEFAULT_WINDOW_NS;
+	return p->window_ns ? p->window_ns : TW_ENGINE_WINDOW_NS;
 }
 
 /*

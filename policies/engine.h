@@ -9,9 +9,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "action.h"
-#include "diagnosis.h"
-#include "policy.h"
+#include "policies/action.h"
+#include "policies/policy.h"
+#include "sensing/diagnosis.h"
 
 /* What the controller knows of one service this tick. */
 struct engine_input {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Policy files and the main config: the schemas, the value checks and the
- * whole-file and whole-set rules. Lexing is in parse.c, units in units.c.
+ * Policy files: the schema, the value checks and the whole-file and
+ * whole-set rules. Lexing is in ini.c, units in units.c, the main config
+ * in config.c.
  */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -12,70 +12,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include "parse.h"
-#include "policy.h"
-#include "units.h"
+#include "common/defaults.h"
+#include "policies/ini.h"
+#include "policies/policy.h"
+#include "policies/units.h"
 
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_MSEC 1000000ULL
-#define NSEC_PER_SEC 1000000000ULL
-
-#define DEFAULT_PERCENTILE 0.99
-#define DEFAULT_MIN_REQUESTS 200
-#define DEFAULT_WINDOW_NS (2 * NSEC_PER_SEC)
-#define DEFAULT_PERIOD_NS NSEC_PER_SEC
-#define DEFAULT_POLICIES_DIR "/etc/tailwarden/policies.d"
-#define DEFAULT_STATE_DIR "/run/tailwarden"
-#define DEFAULT_CGROUP_BASE "/sys/fs/cgroup"
+#define NSEC_PER_SEC TW_NSEC_PER_SEC
 
 /* A target below 1 us is a unit typo (2ns for 2ms), not an objective. */
 #define TARGET_MIN_NS NSEC_PER_USEC
 #define TARGET_MAX_NS (60 * NSEC_PER_SEC)
 #define WINDOW_MIN_NS (100 * NSEC_PER_MSEC)
 #define WINDOW_MAX_NS (600 * NSEC_PER_SEC)
-#define PERIOD_MIN_NS (100 * NSEC_PER_MSEC)
-#define PERIOD_MAX_NS (60 * NSEC_PER_SEC)
-
-static int fail(char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char *why, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, UNIT_WHY_MAX, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
-static bool has_control(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return true;
-	return false;
-}
-
-static int duration_in(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *why)
-{
-	char lim[32];
-	int r = unit_parse_duration(s, out, why);
-
-	if (r < 0)
-		return r;
-	if (*out < min) {
-		unit_format_duration(min, lim, sizeof(lim));
-		return fail(why, "below the minimum of %s", lim);
-	}
-	if (*out > max) {
-		unit_format_duration(max, lim, sizeof(lim));
-		return fail(why, "above the maximum of %s", lim);
-	}
-	return 0;
-}
 
 /* ---- policy files ---- */
 
@@ -105,8 +56,8 @@ static int set_cgroup(void *obj, const char *v, char *why)
 	char *out, *o;
 	const char *c = v;
 
-	if (has_control(v))
-		return fail(why, "control characters are not allowed in a cgroup path");
+	if (unit_has_control(v))
+		return unit_fail(why, "control characters are not allowed in a cgroup path");
 	out = o = malloc(strlen(v) + 2);
 	if (!out)
 		return -ENOMEM;
@@ -122,11 +73,11 @@ static int set_cgroup(void *obj, const char *v, char *why)
 		n = e - c;
 		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.')) {
 			free(out);
-			return fail(why, "'%.*s' is not allowed in a cgroup path", (int)n, c);
+			return unit_fail(why, "'%.*s' is not allowed in a cgroup path", (int)n, c);
 		}
 		if (n > 255) {
 			free(out);
-			return fail(why, "a path component is longer than 255 bytes");
+			return unit_fail(why, "a path component is longer than 255 bytes");
 		}
 		*o++ = '/';
 		memcpy(o, c, n);
@@ -136,11 +87,11 @@ static int set_cgroup(void *obj, const char *v, char *why)
 	*o = '\0';
 	if (o == out) {
 		free(out);
-		return fail(why, "that is the cgroup root itself; name a cgroup below it, e.g. lc.slice/web.service");
+		return unit_fail(why, "that is the cgroup root itself; name a cgroup below it, e.g. lc.slice/web.service");
 	}
 	if (!strcmp(out, "/sys/fs/cgroup") || !strncmp(out, "/sys/fs/cgroup/", 15)) {
 		free(out);
-		return fail(why, "the path is relative to the cgroup root: drop the leading /sys/fs/cgroup");
+		return unit_fail(why, "the path is relative to the cgroup root: drop the leading /sys/fs/cgroup");
 	}
 	free(p->cgroup);
 	p->cgroup = out;
@@ -163,16 +114,16 @@ static int set_unit(void *obj, const char *v, char *why)
 		if (n > strlen(types[t]) && !strcmp(v + n - strlen(types[t]), types[t]))
 			break;
 	if (t == 3)
-		return fail(why, "'%s' is not a .service, .slice or .scope unit", v);
+		return unit_fail(why, "'%s' is not a .service, .slice or .scope unit", v);
 	if (n > 255)
-		return fail(why, "a unit name is at most 255 bytes");
+		return unit_fail(why, "a unit name is at most 255 bytes");
 	if (strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789:-_.\\@") != n)
-		return fail(why, "'%s' has characters a unit name cannot have (letters, digits and \":-_.\\@\" only)", v);
+		return unit_fail(why, "'%s' has characters a unit name cannot have (letters, digits and \":-_.\\@\" only)", v);
 	at = strchr(v, '@');
 	if (at && (strchr(at + 1, '@') || at == v || at[1] == '.'))
-		return fail(why, "'%s' is a template or a malformed instance name; name an instance such as getty@tty1.service", v);
+		return unit_fail(why, "'%s' is a template or a malformed instance name; name an instance such as getty@tty1.service", v);
 	if (v[0] == '.' || v[0] == '-')
-		return fail(why, "a unit name cannot start with '%c'", v[0]);
+		return unit_fail(why, "a unit name cannot start with '%c'", v[0]);
 	free(p->unit);
 	p->unit = strdup(v);
 	return p->unit ? 0 : -ENOMEM;
@@ -187,7 +138,7 @@ static int set_class(void *obj, const char *v, char *why)
 	else if (!strcmp(v, "best-effort"))
 		p->klass = POLICY_BEST_EFFORT;
 	else
-		return fail(why, "expected latency-critical or best-effort");
+		return unit_fail(why, "expected latency-critical or best-effort");
 	return 0;
 }
 
@@ -198,7 +149,7 @@ static int set_percentile(void *obj, const char *v, char *why)
 
 static int set_target(void *obj, const char *v, char *why)
 {
-	return duration_in(v, TARGET_MIN_NS, TARGET_MAX_NS, &((struct policy *)obj)->target_ns, why);
+	return unit_parse_duration_in(v, TARGET_MIN_NS, TARGET_MAX_NS, &((struct policy *)obj)->target_ns, why);
 }
 
 static int set_min_requests(void *obj, const char *v, char *why)
@@ -210,14 +161,14 @@ static int set_min_requests(void *obj, const char *v, char *why)
 	if (r < 0)
 		return r;
 	if (n < 1)
-		return fail(why, "must be at least 1");
+		return unit_fail(why, "must be at least 1");
 	p->min_requests = n;
 	return 0;
 }
 
 static int set_window(void *obj, const char *v, char *why)
 {
-	return duration_in(v, WINDOW_MIN_NS, WINDOW_MAX_NS, &((struct policy *)obj)->window_ns, why);
+	return unit_parse_duration_in(v, WINDOW_MIN_NS, WINDOW_MAX_NS, &((struct policy *)obj)->window_ns, why);
 }
 
 /*
@@ -282,9 +233,7 @@ static const struct ini_key policy_keys[] = {
 	[K_CPU_FREQUENCY] = { S_LIMITS, "CPUFrequency", "a frequency or a range such as 1.2GHz..max", set_cpu_frequency },
 };
 
-static const struct ini_schema config_schema;
-
-static const struct ini_schema policy_schema = {
+const struct ini_schema policy_schema = {
 	.sections = policy_sections,
 	.nsections = sizeof(policy_sections) / sizeof(*policy_sections),
 	.keys = policy_keys,
@@ -392,9 +341,9 @@ static int loader_add(struct loader *ld, const char *path, const struct stat *st
 		return -ENOMEM;
 	ld->ids = ids;
 	v[n] = (struct policy){
-		.percentile = DEFAULT_PERCENTILE,
-		.min_requests = DEFAULT_MIN_REQUESTS,
-		.window_ns = DEFAULT_WINDOW_NS,
+		.percentile = TW_POLICY_PERCENTILE,
+		.min_requests = TW_POLICY_MIN_REQUESTS,
+		.window_ns = TW_POLICY_WINDOW_NS,
 	};
 	v[n].file = strdup(path);
 	v[n].name = service_name(path);
@@ -420,15 +369,9 @@ static int load_policy_file(struct loader *ld, const char *path, const struct st
 		if (ld->ids[i].dev == st->st_dev && ld->ids[i].ino == st->st_ino)
 			return 0;
 	file_errs_init(&fe, ld->errs, path);
-	r = read_whole_file(path, &data, &len);
-	if (r == -ENOMEM)
+	r = ini_read_file(&fe, path, &data, &len);
+	if (r < 0 || !data)
 		return r;
-	if (r == -EFBIG)
-		return file_err(&fe, 0, "file too large (over %d bytes)", INI_FILE_MAX);
-	if (r == -EINVAL)
-		return file_err(&fe, 0, "not a regular file");
-	if (r < 0)
-		return file_err(&fe, 0, "cannot read: %s", strerror(-r));
 	r = loader_add(ld, path, st, &p);
 	if (r == 0)
 		r = ini_parse_buffer(data, len, &policy_schema, p, &seen, &fe);
@@ -620,241 +563,6 @@ int policy_set_load(char *const *paths, size_t n, struct policy_set **out,
 	return 0;
 }
 
-/* ---- the main config ---- */
-
-enum { S_CONTROLLER };
-enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_CGROUP_BASE, K_BUS, K_METRICS };
-
-/* Absolute, no control characters, no trailing '/' (a file's path has none at all). */
-static int set_path(char **dst, const char *v, bool file, char *why)
-{
-	size_t n = strlen(v);
-
-	if (*v != '/')
-		return fail(why, "expected an absolute path (starting with /)");
-	if (has_control(v))
-		return fail(why, "control characters are not allowed in a path");
-	if (file && v[n - 1] == '/')
-		return fail(why, "names a directory; expected a file");
-	while (n > 1 && v[n - 1] == '/')
-		n--;
-	free(*dst);
-	*dst = strndup(v, n);
-	return *dst ? 0 : -ENOMEM;
-}
-
-static int set_period(void *obj, const char *v, char *why)
-{
-	return duration_in(v, PERIOD_MIN_NS, PERIOD_MAX_NS, &((struct tw_config *)obj)->period_ns, why);
-}
-
-static int set_dry_run(void *obj, const char *v, char *why)
-{
-	return unit_parse_bool(v, &((struct tw_config *)obj)->dry_run, why);
-}
-
-static int set_policies_dir(void *obj, const char *v, char *why)
-{
-	return set_path(&((struct tw_config *)obj)->policies_dir, v, false, why);
-}
-
-static int set_state_dir(void *obj, const char *v, char *why)
-{
-	return set_path(&((struct tw_config *)obj)->state_dir, v, false, why);
-}
-
-static int set_decision_log(void *obj, const char *v, char *why)
-{
-	return set_path(&((struct tw_config *)obj)->decision_log, v, true, why);
-}
-
-static int set_cgroup_base(void *obj, const char *v, char *why)
-{
-	return set_path(&((struct tw_config *)obj)->cgroup_base, v, false, why);
-}
-
-static int set_bus(void *obj, const char *v, char *why)
-{
-	static const char *const names[] = { [CONFIG_BUS_AUTO] = "auto", [CONFIG_BUS_SYSTEM] = "system",
-					      [CONFIG_BUS_USER] = "user" };
-
-	for (int i = 0; i < 3; i++)
-		if (!strcmp(v, names[i])) {
-			((struct tw_config *)obj)->bus = i;
-			return 0;
-		}
-	return fail(why, "'%s' is not one of auto, system, user", v);
-}
-
-int config_parse_address(const char *address, struct sockaddr_storage *ss, unsigned *len)
-{
-	char host[64];
-	const char *colon = strrchr(address, ':');
-	char *end;
-	unsigned long port;
-	size_t hl;
-
-	if (!colon || colon == address)
-		return -EINVAL;
-	port = strtoul(colon + 1, &end, 10);
-	if (!colon[1] || *end || port < 1 || port > 65535 || colon[1] == '+' || colon[1] == '-')
-		return -EINVAL;
-	hl = colon - address;
-	memset(ss, 0, sizeof(*ss));
-	if (address[0] == '[') {
-		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-
-		if (hl < 3 || address[hl - 1] != ']' || hl - 2 >= sizeof(host))
-			return -EINVAL;
-		memcpy(host, address + 1, hl - 2);
-		host[hl - 2] = '\0';
-		if (inet_pton(AF_INET6, host, &s6->sin6_addr) != 1)
-			return -EINVAL;
-		s6->sin6_family = AF_INET6;
-		s6->sin6_port = htons(port);
-		*len = sizeof(*s6);
-		return 0;
-	}
-	if (hl >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, address, hl);
-	host[hl] = '\0';
-	{
-		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-
-		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
-			return -EINVAL;
-		s4->sin_family = AF_INET;
-		s4->sin_port = htons(port);
-		*len = sizeof(*s4);
-	}
-	return 0;
-}
-
-/* Metrics=ADDRESS:PORT or no. */
-static int set_metrics(void *obj, const char *v, char *why)
-{
-	struct tw_config *c = obj;
-	struct sockaddr_storage ss;
-	unsigned len;
-	bool on;
-
-	free(c->metrics);
-	c->metrics = NULL;
-	c->metrics_set = true;
-	if (!unit_parse_bool(v, &on, why) && !on)
-		return 0;
-	if (config_parse_address(v, &ss, &len))
-		return fail(why, "'%s' is not IPV4:PORT, [IPV6]:PORT or no", v);
-	c->metrics = strdup(v);
-	return c->metrics ? 0 : -ENOMEM;
-}
-
-static const char *const config_sections[] = { "Controller" };
-
-static const struct ini_key config_keys[] = {
-	[K_PERIOD] = { S_CONTROLLER, "Period", "a duration from 100ms to 60s", set_period },
-	[K_DRY_RUN] = { S_CONTROLLER, "DryRun", "yes or no", set_dry_run },
-	[K_POLICIES_DIR] = { S_CONTROLLER, "PoliciesDir", "an absolute path", set_policies_dir },
-	[K_STATE_DIR] = { S_CONTROLLER, "StateDir", "an absolute path", set_state_dir },
-	[K_DECISION_LOG] = { S_CONTROLLER, "DecisionLog", "an absolute file path", set_decision_log },
-	[K_CGROUP_BASE] = { S_CONTROLLER, "CgroupBase", "an absolute path", set_cgroup_base },
-	[K_BUS] = { S_CONTROLLER, "Bus", "auto, system or user", set_bus },
-	[K_METRICS] = { S_CONTROLLER, "Metrics", "IPV4:PORT, [IPV6]:PORT or no", set_metrics },
-};
-
-static const struct ini_schema config_schema = {
-	.sections = config_sections,
-	.nsections = sizeof(config_sections) / sizeof(*config_sections),
-	.keys = config_keys,
-	.nkeys = sizeof(config_keys) / sizeof(*config_keys),
-	.other = &policy_schema,
-	.what = "the main config (tailwarden.conf)",
-};
-
-void config_free(struct tw_config *c)
-{
-	if (!c)
-		return;
-	free(c->file);
-	free(c->policies_dir);
-	free(c->state_dir);
-	free(c->decision_log);
-	free(c->cgroup_base);
-	free(c->metrics);
-	free(c);
-}
-
-static int config_read(struct tw_config *c, const char *path, struct policy_errors *errs)
-{
-	struct ini_seen seen = { 0 };
-	struct file_errs fe;
-	char *data;
-	size_t len;
-	int r;
-
-	file_errs_init(&fe, errs, path);
-	r = read_whole_file(path, &data, &len);
-	if (r == -ENOMEM)
-		return r;
-	if (r == -EFBIG)
-		return file_err(&fe, 0, "file too large (over %d bytes)", INI_FILE_MAX);
-	if (r == -EINVAL)
-		return file_err(&fe, 0, "not a regular file");
-	if (r < 0)
-		return file_err(&fe, 0, "cannot read: %s", strerror(-r));
-	r = ini_parse_buffer(data, len, &config_schema, c, &seen, &fe);
-	free(data);
-	file_errs_sort(&fe);
-	return r;
-}
-
-/* Defaults for what the file left out; the decision log follows StateDir=. */
-static int config_defaults(struct tw_config *c)
-{
-	if (!c->policies_dir && !(c->policies_dir = strdup(DEFAULT_POLICIES_DIR)))
-		return -ENOMEM;
-	if (!c->state_dir && !(c->state_dir = strdup(DEFAULT_STATE_DIR)))
-		return -ENOMEM;
-	if (!c->cgroup_base && !(c->cgroup_base = strdup(DEFAULT_CGROUP_BASE)))
-		return -ENOMEM;
-	if (!c->metrics_set && !(c->metrics = strdup(DEFAULT_METRICS_ADDRESS)))
-		return -ENOMEM;
-	if (!c->decision_log &&
-	    asprintf(&c->decision_log, "%s/decisions.jsonl",
-		     strcmp(c->state_dir, "/") ? c->state_dir : "") < 0) {
-		c->decision_log = NULL;
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-int config_load(const char *path, struct tw_config **out, struct policy_errors *errs)
-{
-	struct tw_config *c;
-	size_t err0 = errs->n;
-	int r = 0;
-
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	c->period_ns = DEFAULT_PERIOD_NS;
-	if (path) {
-		c->file = strdup(path);
-		r = c->file ? config_read(c, path, errs) : -ENOMEM;
-	}
-	if (r == 0)
-		r = config_defaults(c);
-	if (r == 0 && errs->n > err0)
-		r = -EINVAL;
-	if (r < 0) {
-		config_free(c);
-		return r;
-	}
-	*out = c;
-	return 0;
-}
-
 /* ---- descriptions ---- */
 
 struct sbuf {
@@ -917,20 +625,5 @@ int policy_describe(const struct policy *p, char *buf, size_t len)
 	sb_range(&sb, "CPUFrequency", &p->cpu_freq_khz, unit_format_frequency, &first);
 	if (first)
 		sb_printf(&sb, "none");
-	return sb.off;
-}
-
-int config_describe(const struct tw_config *c, char *buf, size_t len)
-{
-	struct sbuf sb = { buf, len, 0 };
-	char period[32];
-
-	if (len)
-		buf[0] = '\0';
-	unit_format_duration(c->period_ns, period, sizeof(period));
-	sb_printf(&sb, "%s: period %s, dry-run %s, policies %s, state %s, decision log %s, cgroup base %s, metrics %s",
-		  c->file ? c->file : "(defaults)", period, c->dry_run ? "yes" : "no",
-		  c->policies_dir, c->state_dir, c->decision_log, c->cgroup_base,
-		  c->metrics ? c->metrics : "no");
 	return sb.off;
 }

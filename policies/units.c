@@ -11,13 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "units.h"
+#include "policies/units.h"
 
 #define NUM_MAX 40 /* digits and point; more is a typo, not a value */
 
-static int fail(char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static int fail(char *why, const char *fmt, ...)
+int unit_fail(char *why, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -81,11 +79,11 @@ int unit_parse_uint(const char *s, uint64_t *out, char *why)
 	while (is_digit(s[n]))
 		n++;
 	if (!n || s[n])
-		return fail(why, "expected a whole number");
+		return unit_fail(why, "expected a whole number");
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno == ERANGE)
-		return fail(why, "number too large");
+		return unit_fail(why, "number too large");
 	*out = v;
 	return 0;
 }
@@ -94,6 +92,35 @@ struct unit {
 	const char *name;
 	double scale;
 };
+
+/* What one kind of quantity accepts, for scaled() and its messages. */
+struct unit_kind {
+	const struct unit *units;
+	size_t n;
+	bool anycase;          /* "ghz" as well as "GHz" */
+	const char *example;   /* "2ms" */
+	const char *expected;  /* "ns, us, \xc2\xb5s, ms or s" */
+};
+
+/* A number and a unit of kind k: the number times the unit's scale. */
+static int scaled(const char *s, const struct unit_kind *k, double *v, char *why)
+{
+	const char *u;
+	size_t n = scan_number(s, v);
+
+	if (!n)
+		return unit_fail(why, "expected a number and a unit, e.g. %s", k->example);
+	u = unit_after(s, n);
+	if (!*u)
+		return unit_fail(why, "missing unit; expected %s", k->expected);
+	for (size_t i = 0; i < k->n; i++) {
+		if (k->anycase ? strcasecmp(u, k->units[i].name) : strcmp(u, k->units[i].name))
+			continue;
+		*v *= k->units[i].scale;
+		return 0;
+	}
+	return unit_fail(why, "unknown unit '%s'; expected %s", u, k->expected);
+}
 
 static const struct unit duration_units[] = {
 	{ "ns", 1 },
@@ -104,27 +131,22 @@ static const struct unit duration_units[] = {
 	{ "s", 1e9 },
 };
 
+static const struct unit_kind durations = {
+	duration_units, sizeof(duration_units) / sizeof(*duration_units), false,
+	"2ms", "ns, us, \xc2\xb5s, ms or s",
+};
+
 int unit_parse_duration(const char *s, uint64_t *ns, char *why)
 {
-	const char *u;
 	double v;
-	size_t n = scan_number(s, &v);
+	int r = scaled(s, &durations, &v, why);
 
-	if (!n)
-		return fail(why, "expected a number and a unit, e.g. 2ms");
-	u = unit_after(s, n);
-	if (!*u)
-		return fail(why, "missing unit; expected ns, us, \xc2\xb5s, ms or s");
-	for (size_t i = 0; i < sizeof(duration_units) / sizeof(*duration_units); i++) {
-		if (strcmp(u, duration_units[i].name))
-			continue;
-		v *= duration_units[i].scale;
-		if (v > 1e18)
-			return fail(why, "duration too large");
-		*ns = (uint64_t)llround(v);
-		return 0;
-	}
-	return fail(why, "unknown unit '%s'; expected ns, us, \xc2\xb5s, ms or s", u);
+	if (r)
+		return r;
+	if (v > 1e18)
+		return unit_fail(why, "duration too large");
+	*ns = (uint64_t)llround(v);
+	return 0;
 }
 
 int unit_parse_percent(const char *s, double *fraction, char *why)
@@ -134,12 +156,12 @@ int unit_parse_percent(const char *s, double *fraction, char *why)
 	size_t n = scan_number(s, &v);
 
 	if (!n)
-		return fail(why, "expected a percentage, e.g. 50%%");
+		return unit_fail(why, "expected a percentage, e.g. 50%%");
 	u = unit_after(s, n);
 	if (!*u)
-		return fail(why, "missing '%%'; expected a percentage, e.g. 50%%");
+		return unit_fail(why, "missing '%%'; expected a percentage, e.g. 50%%");
 	if (strcmp(u, "%"))
-		return fail(why, "expected a percentage, e.g. 50%%, not '%s' after the number", u);
+		return unit_fail(why, "expected a percentage, e.g. 50%%, not '%s' after the number", u);
 	*fraction = v / 100;
 	return 0;
 }
@@ -151,24 +173,20 @@ static const struct unit freq_units[] = {
 	{ "GHz", 1e6 },
 };
 
+static const struct unit_kind frequencies = {
+	freq_units, sizeof(freq_units) / sizeof(*freq_units), true,
+	"1.2GHz", "Hz, kHz, MHz or GHz",
+};
+
 int unit_parse_frequency(const char *s, double *khz, char *why)
 {
-	const char *u;
 	double v;
-	size_t n = scan_number(s, &v);
+	int r = scaled(s, &frequencies, &v, why);
 
-	if (!n)
-		return fail(why, "expected a number and a unit, e.g. 1.2GHz");
-	u = unit_after(s, n);
-	if (!*u)
-		return fail(why, "missing unit; expected Hz, kHz, MHz or GHz");
-	for (size_t i = 0; i < sizeof(freq_units) / sizeof(*freq_units); i++) {
-		if (strcasecmp(u, freq_units[i].name))
-			continue;
-		*khz = round(v * freq_units[i].scale);
-		return 0;
-	}
-	return fail(why, "unknown unit '%s'; expected Hz, kHz, MHz or GHz", u);
+	if (r)
+		return r;
+	*khz = round(v);
+	return 0;
 }
 
 int unit_parse_percentile(const char *s, double *fraction, char *why)
@@ -181,13 +199,13 @@ int unit_parse_percentile(const char *s, double *fraction, char *why)
 		p++;
 	n = scan_number(p, &v);
 	if (!n || p[n])
-		return fail(why, "expected a percentile, e.g. 99, 99.9 or p99");
+		return unit_fail(why, "expected a percentile, e.g. 99, 99.9 or p99");
 	if (v > 0 && v < 1)
-		return fail(why, "below 1; percentiles are in percent: 99 (or p99) is the 99th");
+		return unit_fail(why, "below 1; percentiles are in percent: 99 (or p99) is the 99th");
 	if (v < 1)
-		return fail(why, "a percentile must be at least 1");
+		return unit_fail(why, "a percentile must be at least 1");
 	if (v >= 100)
-		return fail(why, "a percentile must be below 100");
+		return unit_fail(why, "a percentile must be below 100");
 	*fraction = v / 100;
 	return 0;
 }
@@ -203,7 +221,7 @@ int unit_parse_bool(const char *s, bool *out, char *why)
 			return 0;
 		}
 	}
-	return fail(why, "expected yes or no");
+	return unit_fail(why, "expected yes or no");
 }
 
 int unit_parse_percent_bound(const char *s, double *v, char *why)
@@ -235,7 +253,7 @@ static int trimmed(const char *s, size_t len, char *buf, size_t size, char *why)
 	while (len && is_blank(s[len - 1]))
 		len--;
 	if (len >= size)
-		return fail(why, "value too long");
+		return unit_fail(why, "value too long");
 	memcpy(buf, s, len);
 	buf[len] = '\0';
 	return 0;
@@ -251,11 +269,11 @@ static int range_bound(const char *tok, const struct unit_range_spec *spec, doub
 		return r;
 	if (*v < spec->min) {
 		spec->format(spec->min, lim, sizeof(lim));
-		return fail(why, "%s is below the minimum of %s", tok, lim);
+		return unit_fail(why, "%s is below the minimum of %s", tok, lim);
 	}
 	if (*v > spec->max) {
 		spec->format(spec->max, lim, sizeof(lim));
-		return fail(why, "%s is above the maximum of %s", tok, lim);
+		return unit_fail(why, "%s is above the maximum of %s", tok, lim);
 	}
 	return 0;
 }
@@ -271,7 +289,7 @@ int unit_parse_range(const char *s, const struct unit_range_spec *spec, double *
 		if (trimmed(s, strlen(s), a, sizeof(a), why) < 0)
 			return -EINVAL;
 		if (!strcmp(a, "max"))
-			return fail(why, "'max' is allowed only as the upper bound of a range, e.g. LOW..max");
+			return unit_fail(why, "'max' is allowed only as the upper bound of a range, e.g. LOW..max");
 		r = range_bound(a, spec, lo, why);
 		if (r == 0)
 			*hi = *lo;
@@ -281,17 +299,17 @@ int unit_parse_range(const char *s, const struct unit_range_spec *spec, double *
 	    trimmed(dots + 2, strlen(dots + 2), b, sizeof(b), why) < 0)
 		return -EINVAL;
 	if (!*a)
-		return fail(why, "missing lower bound before '..'");
+		return unit_fail(why, "missing lower bound before '..'");
 	if (!*b)
-		return fail(why, "missing upper bound after '..'");
+		return unit_fail(why, "missing upper bound after '..'");
 	if (!strcmp(a, "max"))
-		return fail(why, "'max' is allowed only as the upper bound of a range");
+		return unit_fail(why, "'max' is allowed only as the upper bound of a range");
 	r = range_bound(a, spec, lo, why);
 	if (r < 0)
 		return r;
 	if (!strcmp(b, "max")) {
 		if (!spec->max_keyword)
-			return fail(why, "'max' is not allowed here; give a number");
+			return unit_fail(why, "'max' is not allowed here; give a number");
 		*hi = INFINITY;
 		return 0;
 	}
@@ -299,7 +317,7 @@ int unit_parse_range(const char *s, const struct unit_range_spec *spec, double *
 	if (r < 0)
 		return r;
 	if (*lo > *hi)
-		return fail(why, "lower bound %s is above upper bound %s", a, b);
+		return unit_fail(why, "lower bound %s is above upper bound %s", a, b);
 	return 0;
 }
 
@@ -311,17 +329,22 @@ void unit_format_number(double v, char *buf, size_t len)
 		snprintf(buf, len, "%.10g", v);
 }
 
-void unit_format_duration(uint64_t ns, char *buf, size_t len)
+void unit_format_ns(char *buf, size_t len, double ns, int digits)
 {
 	static const struct unit shown[] = { { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 } };
 
 	for (size_t i = 0; i < sizeof(shown) / sizeof(*shown); i++) {
 		if (ns >= shown[i].scale) {
-			snprintf(buf, len, "%.10g%s", ns / shown[i].scale, shown[i].name);
+			snprintf(buf, len, "%.*g%s", digits, ns / shown[i].scale, shown[i].name);
 			return;
 		}
 	}
-	snprintf(buf, len, "%lluns", (unsigned long long)ns);
+	snprintf(buf, len, "%.0fns", ns);
+}
+
+void unit_format_duration(uint64_t ns, char *buf, size_t len)
+{
+	unit_format_ns(buf, len, ns, 10);
 }
 
 void unit_format_percent(double fraction, char *buf, size_t len)
@@ -342,4 +365,30 @@ void unit_format_frequency(double khz, char *buf, size_t len)
 		snprintf(buf, len, "%.10gMHz", khz / 1e3);
 	else
 		snprintf(buf, len, "%.10gkHz", khz);
+}
+
+bool unit_has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return true;
+	return false;
+}
+
+int unit_parse_duration_in(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *why)
+{
+	char lim[32];
+	int r = unit_parse_duration(s, out, why);
+
+	if (r < 0)
+		return r;
+	if (*out < min) {
+		unit_format_duration(min, lim, sizeof(lim));
+		return unit_fail(why, "below the minimum of %s", lim);
+	}
+	if (*out > max) {
+		unit_format_duration(max, lim, sizeof(lim));
+		return unit_fail(why, "above the maximum of %s", lim);
+	}
+	return 0;
 }

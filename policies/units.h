@@ -18,6 +18,8 @@
 int unit_parse_uint(const char *s, uint64_t *out, char *why);
 /* "2ms", "1.5 s", "250us", "250µs", "100ns": nanoseconds, rounded, at most 1e18. */
 int unit_parse_duration(const char *s, uint64_t *ns, char *why);
+/* A duration from min to max inclusive; outside, why names the bound. */
+int unit_parse_duration_in(const char *s, uint64_t min, uint64_t max, uint64_t *ns, char *why);
 /* "12.5%": the fraction 0.125. */
 int unit_parse_percent(const char *s, double *fraction, char *why);
 /* "1.2GHz", "800 MHz", "2000000kHz", "1200000000Hz" (unit in any case): kHz, rounded to whole kHz. */
@@ -49,8 +51,18 @@ int unit_parse_frequency_bound(const char *s, double *v, char *why);
 
 /* Shortest exact-ish spelling: "2ms", "1.5s", "250us"; "12.5%"; "1.2GHz"; INFINITY as "max". */
 void unit_format_duration(uint64_t ns, char *buf, size_t len);
+/*
+ * A duration in the largest unit of s, ms, us it reaches, to digits
+ * significant digits ("1.23ms" at 3), or whole ns below 1us.
+ */
+void unit_format_ns(char *buf, size_t len, double ns, int digits);
 void unit_format_percent(double fraction, char *buf, size_t len);
 void unit_format_frequency(double khz, char *buf, size_t len);
 void unit_format_number(double v, char *buf, size_t len);
+
+/* Writes the reason to why (UNIT_WHY_MAX bytes) and returns -EINVAL. */
+int unit_fail(char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Does s hold control characters (below 0x20, or 0x7f)? */
+bool unit_has_control(const char *s);
 
 #endif

@@ -8,7 +8,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "cgroup.h"
+#include "sensing/cgroup.h"
+#include "sensing/idtab.h"
 
 static int is_cgroup2_dir(const char *dir)
 {
@@ -165,16 +166,9 @@ static int walk_one(const char *path, const struct stat *st, int type, struct FT
 	(void)ftw;
 	if (type != FTW_D)
 		return 0;
-	if (n->n == n->cap) {
-		size_t cap = n->cap ? n->cap * 2 : 256;
-		struct cg_entry *v = realloc(n->v, cap * sizeof(*v));
-
-		if (!v) {
-			n->err = -ENOMEM;
-			return 1;
-		}
-		n->v = v;
-		n->cap = cap;
+	if (idtab_reserve((void **)&n->v, &n->cap, n->n, sizeof(*n->v), 256)) {
+		n->err = -ENOMEM;
+		return 1;
 	}
 	n->v[n->n].path = strdup(*rel ? rel : "/");
 	if (!n->v[n->n].path) {
@@ -183,13 +177,6 @@ static int walk_one(const char *path, const struct stat *st, int type, struct FT
 	}
 	n->v[n->n++].id = st->st_ino;
 	return 0;
-}
-
-static int entry_cmp(const void *a, const void *b)
-{
-	const struct cg_entry *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
 }
 
 int cg_names_refresh(struct cg_names *n)
@@ -207,17 +194,14 @@ int cg_names_refresh(struct cg_names *n)
 		return n->err;
 	if (r < 0)
 		return -errno;
-	qsort(n->v, n->n, sizeof(*n->v), entry_cmp);
+	idtab_sort(n->v, n->n, sizeof(*n->v));
 	return 0;
 }
 
 static const char *find(const struct cg_names *n, uint64_t id)
 {
-	struct cg_entry key = { .id = id }, *e;
+	const struct cg_entry *e = idtab_find(n->v, n->n, sizeof(*n->v), id);
 
-	if (!n->n)
-		return NULL;
-	e = bsearch(&key, n->v, n->n, sizeof(*n->v), entry_cmp);
 	return e ? e->path : NULL;
 }
 

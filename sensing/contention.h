@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "hist.h"
+#include "sensing/hist.h"
 
 /* Signals that cost enough to be opt-in carry a flag here. */
 enum contention_signal {

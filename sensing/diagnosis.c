@@ -44,11 +44,11 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include "diagnosis.h"
+#include "sensing/diagnosis.h"
 
 /*
  * A window's p99 over fewer requests is its maximum, i.e. one unlucky
- * request; DESIGN.md: never act on noise. Per-request normalisation needs
+ * request; docs/design.md: never act on noise. Per-request normalisation needs
  * the same count, or one slow request's futex wait becomes "per request".
  */
 #define DIAG_MIN_REQUESTS 20

@@ -8,8 +8,8 @@
 #define TW_DIAGNOSIS_H
 
 #include <stddef.h>
-#include "contention.h"
-#include "sensing.h"
+#include "sensing/contention.h"
+#include "sensing/sensor.h"
 
 enum diag_dominant {
 	DIAG_NONE, DIAG_CPU, DIAG_IO, DIAG_LOCK, DIAG_MEMORY, DIAG_NETWORK,

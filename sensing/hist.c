@@ -1,24 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <math.h>
 #include <string.h>
-#include "hist.h"
+#include "sensing/hist.h"
 
-static unsigned log2_u64(uint64_t v)
-{
-	return 63 - __builtin_clzll(v);
-}
-
+/* The same code the BPF programs run: bpf/hist_bucket.h. */
 unsigned hist_bucket(uint64_t ns)
 {
-	unsigned msb;
-
-	if (ns < HIST_SUB)
-		return ns;
-	msb = log2_u64(ns);
-	if (msb > HIST_MAX_LOG2)
-		return HIST_BUCKETS - 1;
-	return (msb - HIST_SUB_BITS + 1) * HIST_SUB +
-	       ((ns >> (msb - HIST_SUB_BITS)) & (HIST_SUB - 1));
+	return hist_bucket_of(ns);
 }
 
 uint64_t hist_lower(unsigned b)

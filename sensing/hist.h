@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Log-linear latency histogram: the user-space half of bpf/sensor.h. */
+/* Log-linear latency histogram: the user-space half of bpf/sensor_abi.h. */
 #ifndef TW_HIST_H
 #define TW_HIST_H
 
 #include <stdint.h>
 #include <linux/types.h>
-#include "sensor.h"
+#include "bpf/sensor_abi.h"
 
 /* Relative error of a bucket's midpoint against any value in it. */
 #define HIST_MAX_REL_ERROR (1.0 / (2 * HIST_SUB))

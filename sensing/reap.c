@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <limits.h>
 #include <stdbool.h>
-#include "reap.h"
+#include "sensing/reap.h"
 
 static bool known(struct cg_names *names, uint64_t id)
 {

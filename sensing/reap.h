@@ -10,9 +10,9 @@
 #define TW_REAP_H
 
 #include <stddef.h>
-#include "cgroup.h"
-#include "contention.h"
-#include "sensing.h"
+#include "sensing/cgroup.h"
+#include "sensing/contention.h"
+#include "sensing/sensor.h"
 
 /*
  * Forget every cgroup of the snapshots (s with now, c with cnow; either

@@ -8,7 +8,10 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
-#include "sensing.h"
+#include "bpf/sensor_abi.h"
+#include "sensing/bpf_util.h"
+#include "sensing/idtab.h"
+#include "sensing/sensor.h"
 #include "sensor.skel.h"
 
 struct sensor {
@@ -53,24 +56,16 @@ const char *sensor_mode_name(enum sensor_mode mode)
 	return mode_names[mode];
 }
 
-static bool has_tracepoint(const struct btf *btf, const char *name)
-{
-	char type[128];
-
-	snprintf(type, sizeof(type), "btf_trace_%s", name);
-	return btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) >= 0;
-}
-
 /* Pick the best mode this kernel supports, or check the requested one. */
 static int choose_mode(const struct btf *btf, enum sensor_mode want,
 		       enum sensor_mode *mode, const char **why)
 {
-	bool sock = has_tracepoint(btf, "sock_recv_length") &&
-		    has_tracepoint(btf, "sock_send_length");
-	bool ready = has_tracepoint(btf, "sk_data_ready");
-	bool sys = has_tracepoint(btf, "sys_exit");
+	bool sock = bpf_util_has_tracepoint(btf, "sock_recv_length") &&
+		    bpf_util_has_tracepoint(btf, "sock_send_length");
+	bool ready = bpf_util_has_tracepoint(btf, "sk_data_ready");
+	bool sys = bpf_util_has_tracepoint(btf, "sys_exit");
 
-	if (!has_tracepoint(btf, "inet_sock_set_state")) {
+	if (!bpf_util_has_tracepoint(btf, "inet_sock_set_state")) {
 		*why = "kernel has no inet_sock_set_state tracepoint (4.16+): connections cannot be tracked";
 		return -EOPNOTSUPP;
 	}
@@ -101,13 +96,12 @@ static int probe(enum sensor_mode want, enum sensor_mode *mode, const char **why
 	struct btf *btf;
 	int r;
 
-	if (geteuid() != 0) {
-		*why = "must run as root (loading BPF tracing programs needs CAP_BPF and CAP_PERFMON)";
-		return -EPERM;
-	}
+	r = bpf_util_check_root(why);
+	if (r)
+		return r;
 	btf = btf__load_vmlinux_btf();
 	if (!btf) {
-		*why = "kernel BTF is missing (/sys/kernel/btf/vmlinux; needs CONFIG_DEBUG_INFO_BTF=y)";
+		*why = BPF_UTIL_NO_BTF;
 		return -ENOENT;
 	}
 	r = choose_mode(btf, want, mode, why);
@@ -139,13 +133,6 @@ static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum 
 	return 0;
 }
 
-static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	if (level == LIBBPF_DEBUG || !getenv("TAILWARDEN_DEBUG_LIBBPF"))
-		return 0;
-	return vfprintf(stderr, fmt, ap);
-}
-
 int sensor_open(const struct sensor_opts *opts, struct sensor **out, const char **why)
 {
 	struct sensor *s;
@@ -154,7 +141,7 @@ int sensor_open(const struct sensor_opts *opts, struct sensor **out, const char 
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	libbpf_set_print(quiet_libbpf);
+	bpf_util_quiet_libbpf();
 	r = probe(opts->mode, &s->mode, why);
 	if (r)
 		goto fail;
@@ -216,13 +203,6 @@ void sensor_snapshot_free(struct sensor_snapshot *snap)
 	free(snap);
 }
 
-static int entry_cmp(const void *a, const void *b)
-{
-	const struct snap_entry *x = a, *y = b;
-
-	return x->id < y->id ? -1 : x->id > y->id;
-}
-
 /* Sum one cgroup's per-CPU counters. */
 static void sum_counters(const struct tw_cg_counters *pc, int ncpus, struct tw_cg_counters *c)
 {
@@ -235,33 +215,6 @@ static void sum_counters(const struct tw_cg_counters *pc, int ncpus, struct tw_c
 		c->out_bytes_out += pc[i].out_bytes_out;
 		c->spans_dropped += pc[i].spans_dropped;
 	}
-}
-
-static int read_drops(struct sensor *s, uint64_t drops[TW_DROP_MAX])
-{
-	int fd = bpf_map__fd(s->skel->maps.tw_drops);
-	__u64 v[s->ncpus];
-
-	for (__u32 k = 0; k < TW_DROP_MAX; k++) {
-		drops[k] = 0;
-		if (bpf_map_lookup_elem(fd, &k, v))
-			return -errno;
-		for (int i = 0; i < s->ncpus; i++)
-			drops[k] += v[i];
-	}
-	return 0;
-}
-
-static int grow(struct sensor_snapshot *snap, size_t *cap)
-{
-	size_t ncap = *cap ? *cap * 2 : 64;
-	struct snap_entry *v = realloc(snap->v, ncap * sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	snap->v = v;
-	*cap = ncap;
-	return 0;
 }
 
 int sensor_read(struct sensor *s, struct sensor_snapshot **out)
@@ -284,7 +237,8 @@ int sensor_read(struct sensor *s, struct sensor_snapshot **out)
 		struct snap_entry *e;
 
 		prev = &key;
-		if (snap->n == cap && (r = grow(snap, &cap)))
+		r = idtab_reserve((void **)&snap->v, &cap, snap->n, sizeof(*snap->v), 64);
+		if (r)
 			goto out;
 		e = &snap->v[snap->n];
 		if (bpf_map_lookup_elem(cfd, &key, pc))
@@ -295,8 +249,9 @@ int sensor_read(struct sensor *s, struct sensor_snapshot **out)
 			memset(&e->h, 0, sizeof(e->h));
 		snap->n++;
 	}
-	qsort(snap->v, snap->n, sizeof(*snap->v), entry_cmp);
-	r = read_drops(s, snap->drops);
+	idtab_sort(snap->v, snap->n, sizeof(*snap->v));
+	r = bpf_util_read_percpu_counters(bpf_map__fd(s->skel->maps.tw_drops), s->ncpus,
+					  snap->drops, TW_DROP_MAX);
 out:
 	free(pc);
 	if (r) {
@@ -319,11 +274,7 @@ uint64_t sensor_snapshot_id(const struct sensor_snapshot *snap, size_t i)
 
 static const struct snap_entry *snap_find(const struct sensor_snapshot *snap, uint64_t id)
 {
-	struct snap_entry key = { .id = id };
-
-	if (!snap || !snap->n)
-		return NULL;
-	return bsearch(&key, snap->v, snap->n, sizeof(*snap->v), entry_cmp);
+	return snap ? idtab_find(snap->v, snap->n, sizeof(*snap->v), id) : NULL;
 }
 
 int sensor_sample(const struct sensor_snapshot *now, const struct sensor_snapshot *prev,

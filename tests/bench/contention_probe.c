@@ -16,7 +16,7 @@
  * which end the current window early and print it.
  *
  * Build (after make has built .output/):
- *   cc -O2 -g -std=gnu11 -I.output -Ibpf -Isensing tests/bench/contention_probe.c \
+ *   cc -O2 -g -std=gnu11 -I. -I.output tests/bench/contention_probe.c \
  *      .output/sensing/contention.o .output/sensing/cgroup.o .output/sensing/hist.o \
  *      -lbpf -lelf -lz -lm -o .output/tests/contention_probe
  */
@@ -32,8 +32,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include "cgroup.h"
-#include "contention.h"
+#include "sensing/cgroup.h"
+#include "sensing/contention.h"
 
 struct target {
 	uint64_t id;

@@ -16,7 +16,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "policy.h"
+#include "policies/config.h"
+#include "policies/policy.h"
 
 #define MAX_PARTS 4
 

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "knob.h"
-#include "log.h"
+#include "controller/knob_state.h"
+#include "common/log.h"
 
 #define check(cond)                                                            \
 	do {                                                                   \

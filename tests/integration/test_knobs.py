@@ -6,14 +6,14 @@ cpu.shares, blkio.bfq.weight) in cgroups of the tests' own
 (/sys/fs/cgroup/{cpu,blkio,unified}/tailwarden-test-<pid>-<tag>/...); the CPU
 frequency through the real libcpupower against a fake /sys/devices/system/cpu
 (a tmpfs mounted over it in a private mount namespace, so the host never sees
-it). The knobs are driven through the library by `.output/tests/test_knob tool`
-(the unit-test binary's driver mode) and restored by `./tailwarden restore`.
+it). The knobs are driven through the library by `.output/tests/knobtool`
+(tests/tools/knobtool.c) and restored by `./tailwarden restore`.
 Every test asserts that each file it touched is back to its original value.
 
 Usage: test_knobs.py [-v] [TEST...]   (as root; without root every test is
 skipped). Prints PASS/FAIL/SKIP per test and ends with
 "N passed, N failed, N skipped"; exits 1 when any test failed.
-Environment: TAILWARDEN and TEST_KNOB override the binaries' paths.
+Environment: TAILWARDEN and KNOBTOOL override the binaries' paths.
 """
 
 import json
@@ -28,7 +28,7 @@ import traceback
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TAILWARDEN = os.environ.get("TAILWARDEN", os.path.join(REPO, "tailwarden"))
-TOOL = os.environ.get("TEST_KNOB", os.path.join(REPO, ".output", "tests", "test_knob"))
+TOOL = os.environ.get("KNOBTOOL", os.path.join(REPO, ".output", "tests", "knobtool"))
 CG = "/sys/fs/cgroup"
 HIERARCHIES = ("cpu", "blkio", "unified")   # never "memory"
 CPU_SYSFS = "/sys/devices/system/cpu"
@@ -142,16 +142,16 @@ def _on_signal(signum, frame):
 # driving the library and the command
 
 def tool(*args):
-    p = subprocess.run([TOOL, "tool"] + [str(a) for a in args], capture_output=True, text=True,
+    p = subprocess.run([TOOL] + [str(a) for a in args], capture_output=True, text=True,
                        timeout=30)
-    info("test_knob tool %s -> %d %s %s" % (" ".join(map(str, args)), p.returncode,
+    info("knobtool %s -> %d %s %s" % (" ".join(map(str, args)), p.returncode,
                                               p.stdout.strip(), p.stderr.strip()))
     return p.returncode, p.stdout.strip(), p.stderr.strip()
 
 
 def tool_ok(*args):
     rc, out, err = tool(*args)
-    check(rc == 0, "test_knob tool %s: exit %d: %s%s" % (" ".join(map(str, args)), rc, out, err))
+    check(rc == 0, "knobtool %s: exit %d: %s%s" % (" ".join(map(str, args)), rc, out, err))
     return out
 
 
@@ -169,7 +169,7 @@ def restore_cmd(state_dir):
 
 def hold(env, state_dir, base, rel, *settings):
     """A process that records and writes knobs, then waits (SIGTERM: restore)."""
-    p = env.spawn([TOOL, "tool", "hold", state_dir, base, rel] + list(settings))
+    p = env.spawn([TOOL, "hold", state_dir, base, rel] + list(settings))
     line = p.stdout.readline().strip()
     if line != "ready":
         p.wait(5)

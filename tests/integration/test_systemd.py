@@ -423,7 +423,7 @@ def test_notify_unit():
         changed = snapshot(files)
         check(changed["cpu.shares"] != orig["cpu.shares"] and changed["cpu.cfs_quota_us"] != orig["cpu.cfs_quota_us"],
               "knobs not changed under the hardened unit: %s -> %s" % (orig, changed))
-        check("failed to set" not in log.text(), "a write failed under the hardening: %s" % log.text()[-800:])
+        check("Failed to set" not in log.text(), "a write failed under the hardening: %s" % log.text()[-800:])
         um.systemctl("stop", "tw.service")
         check(snapshot(files) == orig, "after stop %s, originally %s" % (snapshot(files), orig))
 
@@ -489,7 +489,7 @@ def test_cgroup_recreate():
                      after=t_gone - 0.01, proc=p)
         time.sleep(4 * PERIOD_S)
         n_gone = log.count(r"service batch: cgroup .* does not exist")
-        writes_while_gone = log.count(r"failed to set")
+        writes_while_gone = log.count(r"Failed to set")
         check(n_gone == 1, "the removal was logged %d times" % n_gone)
         check(writes_while_gone == 0, "writes were tried while the cgroup was gone: %s" % log.text()[-800:])
         # Recreate it (default cpu.shares 1024) with a hog again.

@@ -11,7 +11,7 @@ and from SIGINT/SIGTERM/SIGHUP -- and undoes all of it:
   * cgroups are removed depth-first once they are empty;
   * temporary directories are deleted.
 
-Host rules (see /work/shared/ENVIRONMENT.md): the identity hierarchy is cgroup2
+Host rules: the identity hierarchy is cgroup2
 at /sys/fs/cgroup/unified; the memory hierarchy is never touched; the cgroup2
 root's cgroup.subtree_control is never written; nothing is mounted.
 """

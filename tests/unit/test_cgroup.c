@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "cgroup.h"
+#include "sensing/cgroup.h"
 
 /* Short enough that every path built from them fits in PATH_MAX. */
 struct tree {

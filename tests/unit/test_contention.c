@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "contention.h"
+#include "sensing/contention.h"
 
 struct fixture {
 	char base[256];

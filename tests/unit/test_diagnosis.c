@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "diagnosis.h"
+#include "sensing/diagnosis.h"
 
 #define IV 1.0 /* window length, s */
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "engine.h"
+#include "policies/engine.h"
 
 #define MS 1000000ULL
 #define SEC 1000000000ULL

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "expo.h"
-#include "report.h"
+#include "controller/expo.h"
+#include "controller/report.h"
 
 static uint64_t rng = 42;
 

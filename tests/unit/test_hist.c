@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include "hist.h"
+#include "sensing/hist.h"
 
 static const double quantiles[] = { 0.5, 0.9, 0.99, 0.999 };
 #define NQ (sizeof(quantiles) / sizeof(*quantiles))

@@ -28,8 +28,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "knob.h"
-#include "knob_freq.h"
+#include "controller/knob.h"
+#include "controller/knob_state.h"
+#include "controller/knob_freq.h"
 
 struct tree {
 	char base[1024];
@@ -181,7 +182,7 @@ static double rd(struct knobs *k, enum knob_kind kind)
 static void test_shares_conversion(void **state)
 {
 	(void)state;
-	/* systemd: CPUWeight=50 is cpu.shares 512 (../shared/ENVIRONMENT.md) */
+	/* systemd: CPUWeight=50 is cpu.shares 512 (measured with a systemd user manager) */
 	assert_int_equal(knob_weight_to_shares(100), 1024);
 	assert_int_equal(knob_weight_to_shares(50), 512);
 	assert_int_equal(knob_weight_to_shares(1), 10);
@@ -569,130 +570,7 @@ static void test_state_bad_files(void **state)
 	knob_state_free(s);
 }
 
-/* ------------------------------------------------------------------ */
-/* tool mode, for tests/integration/test_knobs */
-
-static void tool_usage(void)
-{
-	fprintf(stderr,
-		"usage: test_knob tool read BASE REL KNOB\n"
-		"       test_knob tool write BASE REL KNOB VALUE\n"
-		"       test_knob tool hold STATEDIR BASE REL KNOB=VALUE...\n"
-		"KNOB: cpu.max, cpu.weight, io.weight, cpufreq; VALUE: a number or max.\n"
-		"hold records and writes each, prints 'ready', then waits: SIGTERM\n"
-		"restores everything and exits 0; SIGKILL leaves the state file behind.\n");
-}
-
-static int kind_of(const char *s, enum knob_kind *k)
-{
-	for (int i = 0; i < KNOB_MAX; i++)
-		if (!strcmp(s, knob_kind_name(i))) {
-			*k = i;
-			return 0;
-		}
-	return -EINVAL;
-}
-
-static double value_of(const char *s)
-{
-	return !strcmp(s, "max") ? INFINITY : strtod(s, NULL);
-}
-
-static volatile sig_atomic_t got_term;
-
-static void on_term(int sig)
-{
-	(void)sig;
-	got_term = 1;
-}
-
-static int tool_hold(int argc, char **argv)
-{
-	struct knob_state *s;
-	struct knobs *k;
-	sigset_t mask, old;
-	int r;
-
-	if (argc < 4)
-		return tool_usage(), 2;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigprocmask(SIG_BLOCK, &mask, &old);
-	signal(SIGTERM, on_term);
-	r = knob_state_open(argv[0], &s);
-	if (r)
-		return fprintf(stderr, "state %s: %s\n", argv[0], strerror(-r)), 1;
-	r = knobs_open(argv[1], argv[2], &k);
-	if (r)
-		return fprintf(stderr, "open %s%s: %s\n", argv[1], argv[2], strerror(-r)), 1;
-	for (int i = 3; i < argc; i++) {
-		char *eq = strchr(argv[i], '=');
-		enum knob_kind kind;
-		double cur;
-
-		if (!eq)
-			return tool_usage(), 2;
-		*eq = '\0';
-		if (kind_of(argv[i], &kind))
-			return tool_usage(), 2;
-		r = knob_read(k, kind, &cur);
-		if (!r)
-			r = knob_state_record(s, argv[1], argv[2], kind, cur);
-		if (!r)
-			r = knob_write(k, kind, value_of(eq + 1));
-		if (r)
-			return fprintf(stderr, "%s=%s: %s\n", argv[i], eq + 1, strerror(-r)), 1;
-	}
-	printf("ready\n");
-	fflush(stdout);
-	while (!got_term)
-		sigsuspend(&old);
-	r = knob_state_restore_all(s);
-	printf("restored %d\n", r);
-	knob_state_free(s);
-	knobs_free(k);
-	return r < 0;
-}
-
-static int tool_main(int argc, char **argv)
-{
-	enum knob_kind kind;
-	struct knobs *k;
-	const char *why;
-	double v;
-	int r;
-
-	if (argc >= 1 && !strcmp(argv[0], "hold"))
-		return tool_hold(argc - 1, argv + 1);
-	if (argc < 4 || kind_of(argv[3], &kind))
-		return tool_usage(), 2;
-	r = knobs_open(argv[1], argv[2], &k);
-	if (r)
-		return fprintf(stderr, "open %s%s: %s\n", argv[1], argv[2], strerror(-r)), 1;
-	if (!knob_available(k, kind, &why)) {
-		printf("unavailable: %s\n", why);
-		knobs_free(k);
-		return 3;
-	}
-	if (!strcmp(argv[0], "read") && argc == 4) {
-		r = knob_read(k, kind, &v);
-		if (!r)
-			printf(isinf(v) ? "max\n" : "%.17g\n", v);
-	} else if (!strcmp(argv[0], "write") && argc == 5) {
-		r = knob_write(k, kind, value_of(argv[4]));
-		if (!r)
-			printf("%s\n", knob_path(k, kind));
-	} else {
-		knobs_free(k);
-		return tool_usage(), 2;
-	}
-	if (r)
-		fprintf(stderr, "%s %s: %s\n", argv[0], knob_path(k, kind), strerror(-r));
-	knobs_free(k);
-	return r ? 1 : 0;
-}
-
-int main(int argc, char **argv)
+int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_shares_conversion),
@@ -711,7 +589,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_state_bad_files, setup_v2, teardown),
 	};
 
-	if (argc > 1 && !strcmp(argv[1], "tool"))
-		return tool_main(argc - 2, argv + 2);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include <json-c/json.h>
-#include "output.h"
+#include "controller/output.h"
 
 #define TS 1700000000.123
 

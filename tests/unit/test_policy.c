@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Unit tests for policy files and the main config (policies/policy.c,
- * parse.c, units.c): a table of good and bad files, written to a fresh
+ * ini.c, units.c): a table of good and bad files, written to a fresh
  * directory per case, each asserting the exact "FILE:LINE: message" list
  * (or the exact one-line summaries of a valid set); then the unit parsers'
  * edge cases one value at a time.
@@ -21,9 +21,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <fcntl.h>
-#include "commands.h"
-#include "policy.h"
-#include "units.h"
+#include "controller/commands.h"
+#include "policies/config.h"
+#include "policies/policy.h"
+#include "policies/units.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof(*(a)))
 
@@ -296,9 +297,10 @@ static const struct file_case file_cases[] = {
 	  .config = true,
 	  .files = { { "tw.conf",
 		       "# tailwarden\n[Controller]\nPeriod=500ms\nDryRun=yes\nPoliciesDir=/srv/tw/policies/\n"
-		       "StateDir=/var/lib/tw\nDecisionLog=/var/log/tw.jsonl\nCgroupBase=/sys/fs/cgroup/unified\n" } },
+		       "StateDir=/var/lib/tw\nDecisionLog=/var/log/tw.jsonl\nCgroupBase=/sys/fs/cgroup/unified\n"
+		       "Metrics=[::1]:9100\n" } },
 	  .summary = { "tw.conf: period 500ms, dry-run yes, policies /srv/tw/policies, state /var/lib/tw, "
-		       "decision log /var/log/tw.jsonl, cgroup base /sys/fs/cgroup/unified, metrics 127.0.0.1:9477" } },
+		       "decision log /var/log/tw.jsonl, cgroup base /sys/fs/cgroup/unified, metrics [::1]:9100" } },
 	{ "config: defaults for what is left out; the decision log follows StateDir=",
 	  .config = true,
 	  .files = { { "tw.conf", "[Controller]\nStateDir=/tmp/tw\n" } },
@@ -720,7 +722,8 @@ static void test_check_command(void **state)
 	fclose(f);
 	assert_int_equal(run_check(&out, &err, "tw.conf", NULL), 0);
 	assert_true(asprintf(&want, "tw.conf: period 1s, dry-run yes, policies %s/d, state /run/tailwarden, "
-			     "decision log /run/tailwarden/decisions.jsonl, cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477\n"
+			     "decision log /run/tailwarden/decisions.jsonl, cgroup base /sys/fs/cgroup, "
+			     "metrics 127.0.0.1:9477\n"
 			     "batch: best-effort /be.slice/batch.service; limits: CPUQuota 10%%..200%%\n"
 			     "web: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); "
 			     "limits: CPUWeight 100..1000\n", cwd) > 0);

@@ -4,20 +4,10 @@
  * and values of the contention signals. Fixed-width __u types only; both
  * halves must agree byte for byte.
  */
-#ifndef TW_BPF_CONTENTION_H
-#define TW_BPF_CONTENTION_H
+#ifndef TW_BPF_CONTENTION_ABI_H
+#define TW_BPF_CONTENTION_ABI_H
 
-#include "sensor.h" /* HIST_BUCKETS: the same log-linear histogram */
-
-/*
- * User space builds with -Ibpf ahead of -Isensing, so a plain
- * #include "contention.h" outside sensing/ finds this file, not the
- * sensing API of the same name: bring that in too, so either way the
- * includer gets what it asked for.
- */
-#ifndef __bpf__
-#include "../sensing/contention.h"
-#endif
+#include "bpf/sensor_abi.h" /* HIST_BUCKETS: the same log-linear histogram */
 
 /* Global drop counters: index into the per-CPU array map ct_drops. */
 enum ct_drop {

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <ini.h>
-#include "parse.h"
+#include "policies/ini.h"
 
 enum { SECT_NONE = -1, SECT_UNKNOWN = -2 };
 
@@ -182,6 +182,20 @@ out:
 	free(buf);
 	close(fd);
 	return r;
+}
+
+int ini_read_file(struct file_errs *fe, const char *path, char **data, size_t *len)
+{
+	int r = read_whole_file(path, data, len);
+
+	if (r == 0 || r == -ENOMEM)
+		return r;
+	*data = NULL;
+	if (r == -EFBIG)
+		return file_err(fe, 0, "file too large (over %d bytes)", INI_FILE_MAX);
+	if (r == -EINVAL)
+		return file_err(fe, 0, "not a regular file");
+	return file_err(fe, 0, "cannot read: %s", strerror(-r));
 }
 
 /* ---- names and suggestions ---- */

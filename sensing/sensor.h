@@ -9,7 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "hist.h"
+#include "common/defaults.h"
+#include "sensing/hist.h"
 
 enum sensor_mode {
 	SENSOR_MODE_AUTO,
@@ -28,7 +29,7 @@ struct sensor_opts {
 };
 
 #define SENSOR_OPTS_DEFAULT                                                   \
-	{ .mode = SENSOR_MODE_AUTO, .max_conns = 262144, .max_cgroups = 4096, \
+	{ .mode = SENSOR_MODE_AUTO, .max_conns = TW_MAX_CONNS, .max_cgroups = TW_MAX_CGROUPS, \
 	  .quiet_ns = 100000000ULL, .max_span_ns = 60000000000ULL }
 
 /* Global drop counters over a window. */

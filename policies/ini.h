@@ -7,19 +7,35 @@
  * schema, with suggestions for near misses. Values go to the schema's
  * setters; what a whole file must contain is the caller's business.
  */
-#ifndef TW_PARSE_H
-#define TW_PARSE_H
+#ifndef TW_INI_H
+#define TW_INI_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include "policy.h"
-#include "units.h"
+#include <stdio.h>
+#include "policies/units.h"
 
 #define INI_MAX_SECTIONS 4
 #define INI_MAX_KEYS 12
 #define INI_LINE_MAX 4096        /* bytes per line, newline excluded */
 #define INI_FILE_MAX (1 << 20)   /* bytes per file */
 #define INI_ERRORS_MAX 50        /* per file; then one "too many errors" */
+
+/* One problem found in a file: "FILE:LINE: message". */
+struct policy_error {
+	char *file;
+	unsigned line; /* 0 when it concerns the whole file */
+	char *msg;
+};
+
+struct policy_errors {
+	struct policy_error *v;
+	size_t n;
+};
+
+/* Print each error as "FILE:LINE: message" to f. */
+void policy_errors_print(const struct policy_errors *errs, FILE *f);
+void policy_errors_clear(struct policy_errors *errs);
 
 struct ini_key {
 	int section;          /* index in ini_schema.sections */
@@ -68,9 +84,19 @@ int policy_error_add(struct policy_errors *errs, const char *file, unsigned line
 /* A regular file whole into *data (NUL-terminated, free()); -errno, -EFBIG over
  * INI_FILE_MAX, -EINVAL when not a regular file (a FIFO, a device). */
 int read_whole_file(const char *path, char **data, size_t *len);
+/*
+ * The same for a file whose problems are the user's: one that cannot be
+ * read is an error in fe ("cannot read: REASON", "file too large") and
+ * *data NULL. 0 or -ENOMEM.
+ */
+int ini_read_file(struct file_errs *fe, const char *path, char **data, size_t *len);
 
 /* Parses data against schema into obj, filling seen; errors into fe. 0 or -ENOMEM. */
 int ini_parse_buffer(const char *data, size_t len, const struct ini_schema *schema, void *obj,
 		     struct ini_seen *seen, struct file_errs *fe);
+
+/* The two kinds of file; each names the other for "belongs in" hints. */
+extern const struct ini_schema policy_schema; /* policy.c */
+extern const struct ini_schema config_schema; /* config.c */
 
 #endif

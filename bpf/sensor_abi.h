@@ -3,20 +3,10 @@
  * ABI shared by bpf/sensor.bpf.c and user space: map keys and values.
  * Fixed-width __u types only; both halves must agree byte for byte.
  */
-#ifndef TW_BPF_SENSOR_H
-#define TW_BPF_SENSOR_H
+#ifndef TW_BPF_SENSOR_ABI_H
+#define TW_BPF_SENSOR_ABI_H
 
-/*
- * Log-linear latency histogram over nanoseconds. Values below 16 ns get a
- * bucket each; above, every power of two is split into 16 equal
- * sub-buckets, so a bucket is at most 1/16 of its lower bound wide and its
- * midpoint is within 1/32 (3.125%) of any value in it, up to 2^38 ns
- * (275 s); the last bucket also holds everything above.
- */
-#define HIST_SUB_BITS 4
-#define HIST_SUB (1 << HIST_SUB_BITS)
-#define HIST_MAX_LOG2 37
-#define HIST_BUCKETS ((HIST_MAX_LOG2 - HIST_SUB_BITS + 2) * HIST_SUB)
+#include "bpf/hist_bucket.h" /* HIST_BUCKETS */
 
 /* Connection direction, decided when the connection is established. */
 enum tw_dir {

@@ -1,13 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "log.h"
+#include "common/log.h"
 
 static int max_level = LOG_INFO;
 static int journal = -1; /* unknown yet */
+static const char *ident = "tailwarden";
+
+void log_set_ident(const char *name)
+{
+	ident = name;
+}
 
 /*
  * $JOURNAL_STREAM is "DEV:INODE" of the stream systemd connected stderr
@@ -35,12 +42,18 @@ void log_set_max_level(int level)
 static void emit(int level, const char *fmt, va_list ap, int err)
 {
 	char msg[1024];
+	int saved = errno;
 
+	/* glibc's printf writes strerror(errno) for %m. */
+	errno = err < 0 ? -err : err;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	errno = saved;
+	if (strstr(fmt, "%m"))
+		err = 0; /* said already */
 	if (log_journal())
 		fprintf(stderr, "<%d>", level);
 	else
-		fputs("tailwarden: ", stderr);
+		fprintf(stderr, "%s: ", ident);
 	if (err)
 		fprintf(stderr, "%s: %s\n", msg, strerror(-err));
 	else

@@ -14,9 +14,14 @@
 bool log_journal(void);
 
 void log_set_max_level(int level);
+/* The prefix of lines outside the journal ("tailwarden", "tailwarden check"). */
+void log_set_ident(const char *name);
 /* Log at priority level (LOG_ERR ... LOG_DEBUG). Always returns 0. */
 int log_full(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Log with ": strerror(-err)" appended; returns err (a -errno) for "return log_...". */
+/*
+ * Log with err (a -errno) in words: where fmt has "%m", there; otherwise
+ * appended as ": text". Returns err, for "return log_error_errno(r, ...)".
+ */
 int log_full_errno(int level, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define log_error(...) log_full(LOG_ERR, __VA_ARGS__)
@@ -25,5 +30,9 @@ int log_full_errno(int level, int err, const char *fmt, ...) __attribute__((form
 #define log_info(...) log_full(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_full(LOG_DEBUG, __VA_ARGS__)
 #define log_error_errno(err, ...) log_full_errno(LOG_ERR, err, __VA_ARGS__)
+#define log_warning_errno(err, ...) log_full_errno(LOG_WARNING, err, __VA_ARGS__)
+#define log_notice_errno(err, ...) log_full_errno(LOG_NOTICE, err, __VA_ARGS__)
+#define log_info_errno(err, ...) log_full_errno(LOG_INFO, err, __VA_ARGS__)
+#define log_debug_errno(err, ...) log_full_errno(LOG_DEBUG, err, __VA_ARGS__)
 
 #endif

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What both BPF programs share: drop counting, the per-cgroup
+ * lookup-or-insert, histogram adds and the x86_64 syscall numbers their
+ * raw syscall hooks filter on. Include after vmlinux.h and bpf_helpers.h.
+ */
+#ifndef TW_BPF_COMMON_BPF_H
+#define TW_BPF_COMMON_BPF_H
+
+#include "bpf/hist_bucket.h"
+
+/* Count one event that was not recorded, in a per-CPU array of counters. */
+static __always_inline void drop_count(void *drops, __u32 what)
+{
+	__u64 *v = bpf_map_lookup_elem(drops, &what);
+
+	if (v)
+		(*v)++;
+}
+
+/*
+ * The entry of key in map, inserted from init when absent. BPF_NOEXIST:
+ * another CPU may have inserted it meanwhile, which is fine. NULL only
+ * when the map is full (the caller counts a drop).
+ */
+static __always_inline void *map_lookup_or_insert(void *map, const void *key, const void *init)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+
+	if (v)
+		return v;
+	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, key);
+}
+
+/*
+ * Add n to bucket b of a histogram shared by all CPUs. n may be negative
+ * (a reply's span moving to a later bucket); user space diffs buckets as
+ * signed 32-bit values.
+ */
+static __always_inline void hist_add(__u32 *h, __u32 b, __s32 n)
+{
+	if (b < HIST_BUCKETS)
+		__sync_fetch_and_add(&h[b], n);
+}
+
+/* x86_64 syscall numbers the raw sys_enter/sys_exit hooks filter on. */
+#define NR_read 0
+#define NR_write 1
+#define NR_pread64 17
+#define NR_pwrite64 18
+#define NR_readv 19
+#define NR_writev 20
+#define NR_sendfile 40
+#define NR_sendto 44
+#define NR_recvfrom 45
+#define NR_sendmsg 46
+#define NR_recvmsg 47
+#define NR_futex 202
+#define NR_splice 275
+#define NR_preadv 295
+#define NR_pwritev 296
+#define NR_copy_file_range 326
+#define NR_preadv2 327
+#define NR_pwritev2 328
+#define NR_futex_waitv 449
+#define NR_futex_wait 455
+
+#endif

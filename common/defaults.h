@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Every built-in default the daemon and its tools share, in one place.
+ * --help texts and the man pages quote these values: change them together.
+ */
+#ifndef TW_DEFAULTS_H
+#define TW_DEFAULTS_H
+
+#define TW_NSEC_PER_SEC 1000000000ULL
+
+/* Files and directories. */
+#define TW_CONFIG_PATH "/etc/tailwarden/tailwarden.conf"
+#define TW_POLICIES_DIR "/etc/tailwarden/policies.d"
+#define TW_STATE_DIR "/run/tailwarden"
+#define TW_STATE_FILE "state.json" /* in the state directory */
+#define TW_CGROUP_BASE "/sys/fs/cgroup"
+
+/* Where /metrics listens unless Metrics= says otherwise. */
+#define TW_METRICS_ADDRESS "127.0.0.1:9477"
+
+/* Policy keys a policy file leaves out. */
+#define TW_POLICY_PERCENTILE 0.99
+#define TW_POLICY_MIN_REQUESTS 200
+#define TW_POLICY_WINDOW_NS (2 * TW_NSEC_PER_SEC) /* Window= */
+/*
+ * The engine's window for a policy whose window_ns is 0, which only a
+ * policy built in code (not by the parser) can have.
+ */
+#define TW_ENGINE_WINDOW_NS TW_NSEC_PER_SEC
+
+/* The control loop's tick, Period= in the config. */
+#define TW_PERIOD_NS TW_NSEC_PER_SEC
+
+/* BPF table sizes: cgroups tracked by each sensor, connections by the request sensor. */
+#define TW_MAX_CGROUPS 4096
+#define TW_MAX_CONNS 262144
+
+#endif

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The state file: every knob's original, recorded before our first write,
+ * and putting them back (at exit, on reload, and by `tailwarden restore`
+ * after a crash). Library code: returns -errno, logs nothing above debug.
+ */
+#ifndef TW_KNOB_STATE_H
+#define TW_KNOB_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "controller/knob.h"
+
+/*
+ * Originals, recorded in a state file before the first write of each
+ * knob, so that a crash (kill -9) can be undone by `tailwarden restore`.
+ * The file is JSON, rewritten atomically (write + rename) at each change.
+ */
+struct knob_state;
+
+/*
+ * The state directory, checked (create: made first when missing, mode
+ * 0700, parents 0755). It must be a real directory owned by root and not
+ * writable by group or others: its file says which files get written back.
+ * 0; -ENOENT (missing, !create); -ELOOP, -ENOTDIR or -EPERM with *why in
+ * words ("is a symbolic link"); -errno.
+ */
+int knob_state_dir(const char *dir, bool create, const char **why);
+/*
+ * Open the state file in dir, loading what a previous run left there (so a
+ * restart after a crash keeps the true originals). The directory is created
+ * at the first record. 0, -EBADMSG (unreadable state file) or -errno.
+ */
+int knob_state_open(const char *dir, struct knob_state **out);
+void knob_state_free(struct knob_state *s);
+/*
+ * Parse the text of a state file (name is for messages) into its "knobs"
+ * array, checking every record's fields, types and ranges. 0, or
+ * -EBADMSG with the reason logged as "NAME: byte N: ..." or
+ * "NAME: knobs[I]: ...".
+ */
+int knob_state_parse(const char *text, size_t len, const char *name, struct json_object **knobs);
+/*
+ * Record the original of (cgroup rel, kind) if not yet recorded: the file
+ * contents (per CPU for the frequency) as they are now, so that a restore
+ * puts back exactly those; original is kept for the record. The file is on
+ * disk when this returns 0. 0 or -errno.
+ */
+int knob_state_record(struct knob_state *s, const char *cgroup_base, const char *rel,
+		      enum knob_kind kind, double original);
+/*
+ * Drop the record of (cgroup rel, kind): someone else changed the knob
+ * after us, so it is theirs now and is not restored. 0 or -errno.
+ */
+int knob_state_forget(struct knob_state *s, const char *cgroup_base, const char *rel,
+		      enum knob_kind kind);
+/*
+ * Unit= knobs: record the unit's property as it is now (raw, as
+ * unit_get() read it) before our first SetUnitProperties; a restore sets
+ * it back on the same bus (address as unit_bus_address() gave it). rel is
+ * the unit's cgroup then, for people. 0 or -errno.
+ */
+int knob_state_record_unit(struct knob_state *s, const char *bus_address, const char *unit,
+			   const char *cgroup_base, const char *rel, enum knob_kind kind,
+			   double original, uint64_t raw);
+int knob_state_forget_unit(struct knob_state *s, const char *unit, enum knob_kind kind);
+/*
+ * A service's cgroup was replaced by a new one (a restart): its records
+ * (all but the frequency's, which belongs to the CPUs) no longer describe
+ * it. Those of a unit are restored first (its runtime properties outlive
+ * the restart); those of a plain cgroup are dropped (the new cgroup starts
+ * from the kernel's defaults). unit NULL for a plain cgroup. The number of
+ * records dropped, or -errno of the first failure (the rest still tried).
+ */
+int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *rel,
+		     const char *unit);
+/*
+ * Restore every recorded original and remove the state file. Returns the
+ * number restored, or -errno of the first failure (the rest still tried;
+ * the file then keeps only what failed). A cgroup that vanished is skipped
+ * (counted as restored: nothing to undo). The state stays usable.
+ */
+int knob_state_restore_all(struct knob_state *s);
+/* Same, calling fn with one line in words per file or CPU it restored. */
+int knob_state_restore_all_report(struct knob_state *s, knob_report_fn fn, void *userdata);
+
+#endif

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The main config (tailwarden.conf): its schema, value checks and
+ * defaults. Lexing is in ini.c, units in units.c.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include "common/defaults.h"
+#include "policies/config.h"
+#include "policies/ini.h"
+#include "policies/units.h"
+
+#define NSEC_PER_MSEC 1000000ULL
+#define PERIOD_MIN_NS (100 * NSEC_PER_MSEC)
+#define PERIOD_MAX_NS (60 * TW_NSEC_PER_SEC)
+
+enum { S_CONTROLLER };
+enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_CGROUP_BASE, K_BUS, K_METRICS };
+
+/* Absolute, no control characters, no trailing '/' (a file's path has none at all). */
+static int set_path(char **dst, const char *v, bool file, char *why)
+{
+	size_t n = strlen(v);
+
+	if (*v != '/')
+		return unit_fail(why, "expected an absolute path (starting with /)");
+	if (unit_has_control(v))
+		return unit_fail(why, "control characters are not allowed in a path");
+	if (file && v[n - 1] == '/')
+		return unit_fail(why, "names a directory; expected a file");
+	while (n > 1 && v[n - 1] == '/')
+		n--;
+	free(*dst);
+	*dst = strndup(v, n);
+	return *dst ? 0 : -ENOMEM;
+}
+
+static int set_period(void *obj, const char *v, char *why)
+{
+	return unit_parse_duration_in(v, PERIOD_MIN_NS, PERIOD_MAX_NS, &((struct tw_config *)obj)->period_ns, why);
+}
+
+static int set_dry_run(void *obj, const char *v, char *why)
+{
+	return unit_parse_bool(v, &((struct tw_config *)obj)->dry_run, why);
+}
+
+static int set_policies_dir(void *obj, const char *v, char *why)
+{
+	return set_path(&((struct tw_config *)obj)->policies_dir, v, false, why);
+}
+
+static int set_state_dir(void *obj, const char *v, char *why)
+{
+	return set_path(&((struct tw_config *)obj)->state_dir, v, false, why);
+}
+
+static int set_decision_log(void *obj, const char *v, char *why)
+{
+	return set_path(&((struct tw_config *)obj)->decision_log, v, true, why);
+}
+
+static int set_cgroup_base(void *obj, const char *v, char *why)
+{
+	return set_path(&((struct tw_config *)obj)->cgroup_base, v, false, why);
+}
+
+static int set_bus(void *obj, const char *v, char *why)
+{
+	static const char *const names[] = { [CONFIG_BUS_AUTO] = "auto", [CONFIG_BUS_SYSTEM] = "system",
+					      [CONFIG_BUS_USER] = "user" };
+
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(v, names[i])) {
+			((struct tw_config *)obj)->bus = i;
+			return 0;
+		}
+	return unit_fail(why, "'%s' is not one of auto, system, user", v);
+}
+
+int config_parse_address(const char *address, struct sockaddr_storage *ss, unsigned *len)
+{
+	char host[64];
+	const char *colon = strrchr(address, ':');
+	char *end;
+	unsigned long port;
+	size_t hl;
+
+	if (!colon || colon == address)
+		return -EINVAL;
+	port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || port < 1 || port > 65535 || colon[1] == '+' || colon[1] == '-')
+		return -EINVAL;
+	hl = colon - address;
+	memset(ss, 0, sizeof(*ss));
+	if (address[0] == '[') {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+
+		if (hl < 3 || address[hl - 1] != ']' || hl - 2 >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, address + 1, hl - 2);
+		host[hl - 2] = '\0';
+		if (inet_pton(AF_INET6, host, &s6->sin6_addr) != 1)
+			return -EINVAL;
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(port);
+		*len = sizeof(*s6);
+		return 0;
+	}
+	if (hl >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, address, hl);
+	host[hl] = '\0';
+	{
+		struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+
+		if (inet_pton(AF_INET, host, &s4->sin_addr) != 1)
+			return -EINVAL;
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(port);
+		*len = sizeof(*s4);
+	}
+	return 0;
+}
+
+/* Metrics=ADDRESS:PORT or no. */
+static int set_metrics(void *obj, const char *v, char *why)
+{
+	struct tw_config *c = obj;
+	struct sockaddr_storage ss;
+	unsigned len;
+	bool on;
+
+	free(c->metrics);
+	c->metrics = NULL;
+	c->metrics_set = true;
+	if (!unit_parse_bool(v, &on, why) && !on)
+		return 0;
+	if (config_parse_address(v, &ss, &len))
+		return unit_fail(why, "'%s' is not IPV4:PORT, [IPV6]:PORT or no", v);
+	c->metrics = strdup(v);
+	return c->metrics ? 0 : -ENOMEM;
+}
+
+static const char *const config_sections[] = { "Controller" };
+
+static const struct ini_key config_keys[] = {
+	[K_PERIOD] = { S_CONTROLLER, "Period", "a duration from 100ms to 60s", set_period },
+	[K_DRY_RUN] = { S_CONTROLLER, "DryRun", "yes or no", set_dry_run },
+	[K_POLICIES_DIR] = { S_CONTROLLER, "PoliciesDir", "an absolute path", set_policies_dir },
+	[K_STATE_DIR] = { S_CONTROLLER, "StateDir", "an absolute path", set_state_dir },
+	[K_DECISION_LOG] = { S_CONTROLLER, "DecisionLog", "an absolute file path", set_decision_log },
+	[K_CGROUP_BASE] = { S_CONTROLLER, "CgroupBase", "an absolute path", set_cgroup_base },
+	[K_BUS] = { S_CONTROLLER, "Bus", "auto, system or user", set_bus },
+	[K_METRICS] = { S_CONTROLLER, "Metrics", "IPV4:PORT, [IPV6]:PORT or no", set_metrics },
+};
+
+const struct ini_schema config_schema = {
+	.sections = config_sections,
+	.nsections = sizeof(config_sections) / sizeof(*config_sections),
+	.keys = config_keys,
+	.nkeys = sizeof(config_keys) / sizeof(*config_keys),
+	.other = &policy_schema,
+	.what = "the main config (tailwarden.conf)",
+};
+
+void config_free(struct tw_config *c)
+{
+	if (!c)
+		return;
+	free(c->file);
+	free(c->policies_dir);
+	free(c->state_dir);
+	free(c->decision_log);
+	free(c->cgroup_base);
+	free(c->metrics);
+	free(c);
+}
+
+static int config_read(struct tw_config *c, const char *path, struct policy_errors *errs)
+{
+	struct ini_seen seen = { 0 };
+	struct file_errs fe;
+	char *data;
+	size_t len;
+	int r;
+
+	file_errs_init(&fe, errs, path);
+	r = ini_read_file(&fe, path, &data, &len);
+	if (r < 0 || !data)
+		return r;
+	r = ini_parse_buffer(data, len, &config_schema, c, &seen, &fe);
+	free(data);
+	file_errs_sort(&fe);
+	return r;
+}
+
+/* Defaults for what the file left out; the decision log follows StateDir=. */
+static int config_defaults(struct tw_config *c)
+{
+	if (!c->policies_dir && !(c->policies_dir = strdup(TW_POLICIES_DIR)))
+		return -ENOMEM;
+	if (!c->state_dir && !(c->state_dir = strdup(TW_STATE_DIR)))
+		return -ENOMEM;
+	if (!c->cgroup_base && !(c->cgroup_base = strdup(TW_CGROUP_BASE)))
+		return -ENOMEM;
+	if (!c->metrics_set && !(c->metrics = strdup(TW_METRICS_ADDRESS)))
+		return -ENOMEM;
+	if (!c->decision_log &&
+	    asprintf(&c->decision_log, "%s/decisions.jsonl",
+		     strcmp(c->state_dir, "/") ? c->state_dir : "") < 0) {
+		c->decision_log = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int config_load(const char *path, struct tw_config **out, struct policy_errors *errs)
+{
+	struct tw_config *c;
+	size_t err0 = errs->n;
+	int r = 0;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->period_ns = TW_PERIOD_NS;
+	if (path) {
+		c->file = strdup(path);
+		r = c->file ? config_read(c, path, errs) : -ENOMEM;
+	}
+	if (r == 0)
+		r = config_defaults(c);
+	if (r == 0 && errs->n > err0)
+		r = -EINVAL;
+	if (r < 0) {
+		config_free(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+int config_describe(const struct tw_config *c, char *buf, size_t len)
+{
+	char period[32];
+
+	unit_format_duration(c->period_ns, period, sizeof(period));
+	return snprintf(buf, len, "%s: period %s, dry-run %s, policies %s, state %s, decision log %s, cgroup base %s, metrics %s",
+		c->file ? c->file : "(defaults)", period, c->dry_run ? "yes" : "no",
+		c->policies_dir, c->state_dir, c->decision_log, c->cgroup_base,
+		c->metrics ? c->metrics : "no");
+}

@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Loading the contention sensor (bpf/contention.bpf.c): which signals this
+ * kernel can run, found in its BTF; load bisection when the verifier
+ * refuses some of them. Reading and sampling are in contention.c.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "sensing/bpf_util.h"
+#include "sensing/contention.h"
+#include "sensing/contention_load.h"
+#include "contention.skel.h"
+
+/* ---- feature probing --------------------------------------------------- */
+
+/* What each signal needs, as found in the kernel's BTF. */
+struct features {
+	bool wakeup, wakeup_new, sw, sched_info;
+	bool io_start, rq_issue, rq_complete, bio_queue;
+	bool sys_enter, sys_exit, task_pt_regs;
+	bool lock_begin, lock_end;
+	bool pf, memcg_reclaim, direct_reclaim;
+	bool sk_cgrp, retrans, probe;
+};
+
+static void probe_features(const struct btf *btf, struct features *f)
+{
+	f->wakeup = bpf_util_has_tracepoint(btf, "sched_wakeup");
+	f->wakeup_new = bpf_util_has_tracepoint(btf, "sched_wakeup_new");
+	f->sw = bpf_util_has_tracepoint(btf, "sched_switch");
+	/* The kernel's own run-queue accounting, and a way to its clock. */
+	f->sched_info = bpf_util_has_member(btf, "task_struct", "sched_info") &&
+			bpf_util_has_member(btf, "cfs_rq", "rq");
+	f->io_start = bpf_util_has_tracepoint(btf, "block_io_start");
+	f->rq_issue = bpf_util_has_tracepoint(btf, "block_rq_issue");
+	f->bio_queue = bpf_util_has_tracepoint(btf, "block_bio_queue");
+	f->rq_complete = bpf_util_has_tracepoint(btf, "block_rq_complete");
+	f->sys_enter = bpf_util_has_tracepoint(btf, "sys_enter");
+	f->sys_exit = bpf_util_has_tracepoint(btf, "sys_exit");
+	/* Futex waits at the switch read the sleeper's saved registers. */
+	f->task_pt_regs = libbpf_probe_bpf_helper(BPF_PROG_TYPE_RAW_TRACEPOINT,
+						  BPF_FUNC_task_pt_regs, NULL) > 0;
+	f->lock_begin = bpf_util_has_tracepoint(btf, "contention_begin");
+	f->lock_end = bpf_util_has_tracepoint(btf, "contention_end");
+	f->pf = bpf_util_has_tracepoint(btf, "page_fault_user");
+	f->memcg_reclaim = bpf_util_has_tracepoint(btf, "mm_vmscan_memcg_reclaim_begin") &&
+			   bpf_util_has_tracepoint(btf, "mm_vmscan_memcg_reclaim_end");
+	f->direct_reclaim = bpf_util_has_tracepoint(btf, "mm_vmscan_direct_reclaim_begin") &&
+			    bpf_util_has_tracepoint(btf, "mm_vmscan_direct_reclaim_end");
+	f->sk_cgrp = bpf_util_has_member(btf, "sock", "sk_cgrp_data");
+	f->retrans = bpf_util_has_tracepoint(btf, "tcp_retransmit_skb");
+	f->probe = bpf_util_has_tracepoint(btf, "tcp_probe");
+}
+
+static void note(struct contention_loaded *c, const char *fmt, ...)
+{
+	size_t n = strlen(c->missing);
+	va_list ap;
+
+	if (n && n + 2 < sizeof(c->missing)) {
+		strcpy(c->missing + n, "; ");
+		n += 2;
+	}
+	va_start(ap, fmt);
+	vsnprintf(c->missing + n, sizeof(c->missing) - n, fmt, ap);
+	va_end(ap);
+}
+
+#if defined(__x86_64__)
+#define SYSCALL_ABI_OK 1
+#else
+#define SYSCALL_ABI_OK 0 /* the BPF side knows x86_64 syscall numbers only */
+#endif
+
+/* Of the signals asked for, those this kernel can run; note the others. */
+static unsigned feasible(struct contention_loaded *c, unsigned want, const struct features *f)
+{
+	unsigned ok = 0;
+
+	if ((want & CONT_SCHED) && !(f->sw && (f->sched_info || f->wakeup)))
+		note(c, "sched: kernel has no sched_switch/sched_wakeup BTF tracepoints");
+	else if (want & CONT_SCHED)
+		ok |= CONT_SCHED;
+	if ((want & CONT_BLOCK) && !(f->rq_complete && (f->io_start || f->rq_issue)))
+		note(c, "block: kernel has no block_rq_complete and block_io_start/block_rq_issue tracepoints");
+	else if (want & CONT_BLOCK)
+		ok |= CONT_BLOCK;
+	if ((want & CONT_VFS) && !(f->sys_exit && SYSCALL_ABI_OK))
+		note(c, "vfs: needs the sys_exit tracepoint on x86_64");
+	else if (want & CONT_VFS)
+		ok |= CONT_VFS;
+	if ((want & CONT_FUTEX) && !(SYSCALL_ABI_OK && ((f->sw && f->task_pt_regs) ||
+							 (f->sys_enter && f->sys_exit))))
+		note(c, "futex: needs sched_switch and bpf_task_pt_regs (5.15+), or the sys_enter/sys_exit tracepoints, on x86_64");
+	else if (want & CONT_FUTEX)
+		ok |= CONT_FUTEX;
+	if ((want & CONT_LOCK) && !(f->lock_begin && f->lock_end))
+		note(c, "lock: kernel has no contention_begin/contention_end tracepoints (5.19+)");
+	else if (want & CONT_LOCK)
+		ok |= CONT_LOCK;
+	if ((want & CONT_MEMORY) && !(f->memcg_reclaim || f->direct_reclaim))
+		note(c, "memory: kernel has no mm_vmscan reclaim tracepoints");
+	else if (want & CONT_MEMORY)
+		ok |= CONT_MEMORY;
+	if ((want & CONT_PAGE_FAULTS) && !f->pf)
+		note(c, "page_faults: kernel has no page_fault_user tracepoint (x86 only)");
+	else if (want & CONT_PAGE_FAULTS)
+		ok |= CONT_PAGE_FAULTS;
+	if ((want & CONT_NETWORK) && !f->sk_cgrp)
+		note(c, "network: sockets carry no cgroup here (CONFIG_SOCK_CGROUP_DATA off), TCP events cannot be attributed");
+	else if ((want & CONT_NETWORK) && !f->retrans)
+		note(c, "network: kernel has no tcp_retransmit_skb tracepoint");
+	else if (want & CONT_NETWORK)
+		ok |= CONT_NETWORK;
+	if ((want & CONT_TCP_RTT) && !f->sk_cgrp)
+		note(c, "tcp_rtt: sockets carry no cgroup here (CONFIG_SOCK_CGROUP_DATA off), TCP events cannot be attributed");
+	else if ((want & CONT_TCP_RTT) && !f->probe)
+		note(c, "tcp_rtt: kernel has no tcp_probe tracepoint");
+	else if (want & CONT_TCP_RTT)
+		ok |= CONT_TCP_RTT;
+	/* Fallbacks that run, but cost more: worth a word in the log. */
+	if ((ok & CONT_SCHED) && !f->sched_info)
+		note(c, "sched: no sched_info accounting here, run-queue waits are stamped at wake-up (costlier)");
+	if ((ok & CONT_FUTEX) && !(f->sw && f->task_pt_regs))
+		note(c, "futex: no bpf_task_pt_regs (5.15+), waits come from sys_enter/sys_exit (costs every syscall)");
+	return ok;
+}
+
+/* ---- loading ------------------------------------------------------------ */
+
+static int configure(struct contention_bpf *skel, unsigned m, const struct features *f,
+		     uint32_t max_cgroups)
+{
+	struct bpf_program *p;
+	bool futex_switch;
+	int r;
+
+	r = bpf_map__set_max_entries(skel->maps.ct_cg_counters, max_cgroups);
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.ct_cg_hists, max_cgroups);
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.ct_cg_runq, max_cgroups);
+	if (r)
+		return r;
+	futex_switch = (m & CONT_FUTEX) && f->sw && f->task_pt_regs;
+	skel->rodata->runq_on = m & CONT_SCHED;
+	skel->rodata->vfs_on = m & CONT_VFS;
+	skel->rodata->futex_switch = futex_switch;
+	skel->rodata->futex_syscalls = (m & CONT_FUTEX) && !futex_switch;
+	skel->rodata->runq_sched_info = f->sched_info;
+	bpf_object__for_each_program(p, skel->obj)
+		bpf_program__set_autoload(p, false);
+#define ON(prog, cond) bpf_program__set_autoload(skel->progs.prog, (cond))
+	/* Without sched_info, the wake-ups stamp waits themselves. */
+	ON(ct_sched_wakeup, (m & CONT_SCHED) && !f->sched_info);
+	ON(ct_sched_wakeup_new, (m & CONT_SCHED) && !f->sched_info && f->wakeup_new);
+	ON(ct_sched_switch, (m & CONT_SCHED) || futex_switch);
+	ON(ct_block_io_start, (m & CONT_BLOCK) && f->io_start);
+	ON(ct_block_rq_issue, (m & CONT_BLOCK) && !f->io_start);
+	ON(ct_block_bio_queue, (m & CONT_BLOCK) && f->bio_queue);
+	ON(ct_block_rq_complete, m & CONT_BLOCK);
+	ON(ct_sys_enter, (m & CONT_FUTEX) && !futex_switch);
+	ON(ct_sys_exit, (m & CONT_VFS) || ((m & CONT_FUTEX) && !futex_switch));
+	ON(ct_lock_begin, m & CONT_LOCK);
+	ON(ct_lock_end, m & CONT_LOCK);
+	ON(ct_page_fault, m & CONT_PAGE_FAULTS);
+	ON(ct_memcg_reclaim_begin, (m & CONT_MEMORY) && f->memcg_reclaim);
+	ON(ct_memcg_reclaim_end, (m & CONT_MEMORY) && f->memcg_reclaim);
+	ON(ct_direct_reclaim_begin, (m & CONT_MEMORY) && f->direct_reclaim);
+	ON(ct_direct_reclaim_end, (m & CONT_MEMORY) && f->direct_reclaim);
+	ON(ct_tcp_retransmit, m & CONT_NETWORK);
+	ON(ct_tcp_probe, m & CONT_TCP_RTT);
+#undef ON
+	return 0;
+}
+
+/* Open, configure, load and attach the programs of the signals in m. */
+static int load(unsigned m, const struct features *f, uint32_t max_cgroups,
+		struct contention_bpf **out)
+{
+	struct contention_bpf *skel = contention_bpf__open();
+	int r;
+
+	if (!skel)
+		return -errno;
+	r = configure(skel, m, f, max_cgroups);
+	if (!r)
+		r = contention_bpf__load(skel);
+	if (!r)
+		r = contention_bpf__attach(skel);
+	if (r) {
+		contention_bpf__destroy(skel);
+		return r < 0 ? r : -EINVAL;
+	}
+	*out = skel;
+	return 0;
+}
+
+static const char *signal_name(unsigned bit)
+{
+	switch (bit) {
+	case CONT_SCHED: return "sched";
+	case CONT_BLOCK: return "block";
+	case CONT_VFS: return "vfs";
+	case CONT_FUTEX: return "futex";
+	case CONT_LOCK: return "lock";
+	case CONT_MEMORY: return "memory";
+	case CONT_NETWORK: return "network";
+	case CONT_TCP_RTT: return "tcp_rtt";
+	case CONT_PAGE_FAULTS: return "page_faults";
+	default: return "?";
+	}
+}
+
+int contention_signals_parse(const char *list, unsigned *mask)
+{
+	char buf[256], *save = NULL, *tok;
+	unsigned m = 0;
+
+	if (snprintf(buf, sizeof(buf), "%s", list) >= (int)sizeof(buf))
+		return -EINVAL;
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		unsigned bit;
+
+		if (!strcmp(tok, "all")) {
+			m |= CONT_ALL;
+			continue;
+		}
+		if (!strcmp(tok, "default")) {
+			m |= CONT_DEFAULT;
+			continue;
+		}
+		for (bit = 1; bit & CONT_ALL; bit <<= 1)
+			if (!strcmp(tok, signal_name(bit)))
+				break;
+		if (!(bit & CONT_ALL))
+			return -EINVAL;
+		m |= bit;
+	}
+	if (!m)
+		return -EINVAL;
+	*mask = m;
+	return 0;
+}
+
+/*
+ * Load everything feasible at once; when the kernel refuses, find which
+ * signals it refuses one by one (start-up only) and run the rest.
+ */
+static int load_feasible(struct contention_loaded *c, unsigned m, const struct features *f,
+			 uint32_t max_cgroups)
+{
+	struct contention_bpf *one;
+	unsigned good = 0;
+	int r;
+
+	if (!m)
+		return 0;
+	r = load(m, f, max_cgroups, &c->skel);
+	if (!r) {
+		c->running = m;
+		return 0;
+	}
+	if (r == -ENOMEM)
+		return r;
+	for (unsigned bit = 1; bit & CONT_ALL; bit <<= 1) {
+		if (!(m & bit))
+			continue;
+		r = load(bit, f, max_cgroups, &one);
+		if (r == -ENOMEM)
+			return r;
+		if (r) {
+			note(c, "%s: the kernel refused its BPF programs (%s; TAILWARDEN_DEBUG_LIBBPF=1 shows the verifier log)",
+			     signal_name(bit), strerror(-r));
+			continue;
+		}
+		contention_bpf__destroy(one);
+		good |= bit;
+	}
+	if (!good)
+		return 0;
+	r = load(good, f, max_cgroups, &c->skel);
+	if (r == -ENOMEM)
+		return r;
+	if (r) {
+		note(c, "all: the BPF programs loaded one by one but not together (%s)", strerror(-r));
+		return 0;
+	}
+	c->running = good;
+	return 0;
+}
+
+int contention_load(unsigned want, uint32_t max_cgroups, struct contention_loaded *c,
+		    const char **why)
+{
+	struct features f = { 0 };
+	struct btf *btf;
+	int r;
+
+	if (!(want & CONT_ALL))
+		return 0;
+	r = bpf_util_check_root(why);
+	if (r)
+		return r;
+	bpf_util_quiet_libbpf();
+	btf = btf__load_vmlinux_btf();
+	if (!btf) {
+		note(c, "all: " BPF_UTIL_NO_BTF);
+		return 0;
+	}
+	probe_features(btf, &f);
+	btf__free(btf);
+	c->ncpus = libbpf_num_possible_cpus();
+	if (c->ncpus < 0) {
+		*why = "cannot count possible CPUs";
+		return c->ncpus;
+	}
+	r = load_feasible(c, feasible(c, want & CONT_ALL, &f), &f, max_cgroups);
+	if (r)
+		*why = "out of memory loading the contention sensor";
+	return r;
+}
+
+void contention_unload(struct contention_loaded *c)
+{
+	contention_bpf__destroy(c->skel);
+	c->skel = NULL;
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Internal to sensing/contention*.c: loading the contention sensor. Probes
+ * the kernel's BTF for what each signal needs, loads every feasible signal
+ * at once and, when the kernel refuses, finds by bisection which signals
+ * it refuses and runs the rest.
+ */
+#ifndef TW_CONTENTION_LOAD_H
+#define TW_CONTENTION_LOAD_H
+
+#include <stdint.h>
+
+struct contention_bpf;
+
+/* What was loaded. */
+struct contention_loaded {
+	struct contention_bpf *skel; /* NULL when no BPF signal runs */
+	unsigned running;            /* enum contention_signal mask */
+	int ncpus;                   /* possible CPUs (per-CPU map values) */
+	char missing[1024];          /* each requested signal not running, and why */
+};
+
+/*
+ * Load and attach the signals of want this kernel runs. Signals it lacks
+ * are noted in l->missing, not errors. 0, or -errno with *why (static):
+ * -EPERM when not root, -ENOMEM.
+ */
+int contention_load(unsigned want, uint32_t max_cgroups, struct contention_loaded *l,
+		    const char **why);
+/* Release what contention_load() loaded (l itself is the caller's). */
+void contention_unload(struct contention_loaded *l);
+
+#endif
