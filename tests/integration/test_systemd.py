@@ -364,6 +364,12 @@ def unit_copy(path, state, conf, log):
         text = re.sub(r"(?m)^%s=.*$" % opt, "", text)
     changes.append("ProtectKernelLogs= and ProtectHome= dropped: 226/NAMESPACE in this user manager, "
                    "even alone on /bin/true")
+    # PrivateTmp= gives the service its own /tmp and /var/tmp: a checkout
+    # there (a CI clone, say) would vanish from under ExecStart=.
+    tree = os.path.realpath(tw.TAILWARDEN)
+    if any(tree.startswith(t + "/") for t in ("/tmp", "/var/tmp")):
+        text = re.sub(r"(?m)^PrivateTmp=.*$", "", text)
+        changes.append("PrivateTmp= dropped: the checkout (%s) is under /tmp" % os.path.dirname(tree))
     text = re.sub(r"(?m)^WatchdogSec=.*$", "WatchdogSec=%ds" % WATCHDOG_TEST_S, text)
     changes.append("WatchdogSec=%ds (10s) to keep the test short" % WATCHDOG_TEST_S)
     # No journald in a test's user manager: the log goes to a file.
