@@ -51,7 +51,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop $(OUTPUT)/tests/knobtool
 BENCH_TOOLS := $(OUTPUT)/tests/floor $(OUTPUT)/tests/floor.bpf.o
 
-.PHONY: all clean check check-layers unit integration deps bench demo soak tests install uninstall fuzz fuzz-short
+.PHONY: all clean check check-layers contrib unit integration deps bench demo soak tests install uninstall fuzz fuzz-short
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -147,8 +147,19 @@ integration: tailwarden $(TEST_TOOLS)
 check-layers:
 	$(Q)scripts/check-layers
 
+# contrib/: the Prometheus scrape config and alert rules (promtool comes
+# with the prometheus package), the rules' unit tests, and the Grafana
+# dashboard's JSON and metric names (tests/check_contrib.py). Quick: no
+# build, no root.
+contrib:
+	$(Q)promtool check config contrib/prometheus/prometheus.yml
+	$(Q)promtool check rules contrib/prometheus/tailwarden.rules.yml
+	$(Q)promtool test rules contrib/prometheus/tailwarden.rules.test.yml
+	$(Q)tests/check_contrib.py
+
 check: deps
 	$(Q)$(MAKE) --no-print-directory check-layers
+	$(Q)$(MAKE) --no-print-directory contrib
 	$(Q)$(MAKE) --no-print-directory tests
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)$(MAKE) --no-print-directory fuzz-short

@@ -7,7 +7,9 @@ nginx runs in a test cgroup under an open-loop load (loadgen, 2000 req/s);
 best-effort one over a sleeper. The tests check what a user would see:
 status says `not running` (exit 3) before, the service, its cgroup id, a
 p99 and knobs while running, `not running` after kill -9; a real Prometheus
-scraping the endpoint returns a request rate above zero; malformed requests
+scraping the endpoint with contrib/'s config and alert rules returns a
+request rate above zero, the rules evaluate, and every metric and label
+contrib/ uses is served; malformed requests
 get HTTP errors; 500 idle connections to the endpoint do not slow the
 control loop; a taken port and Metrics=no behave.
 
@@ -245,10 +247,18 @@ def prometheus(sess, target_port):
         raise tw.SetupError("prometheus not installed (Debian package prometheus)")
     d = sess.tmpdir("prom")
     port = tw.free_port()
+    # The shipped scrape config and alert rules, at 1 s and on the test's port.
+    contrib = os.path.join(tw.REPO, "contrib", "prometheus")
+    with open(os.path.join(contrib, "prometheus.yml")) as f:
+        conf = f.read()
+    for a, b in (("'127.0.0.1:9477'", "'127.0.0.1:%d'" % target_port), ("scrape_interval: 15s", "scrape_interval: 1s"),
+                 ("evaluation_interval: 15s", "evaluation_interval: 1s"), ("scrape_interval: 5s", "scrape_interval: 1s"),
+                 ("scrape_timeout: 4s", "scrape_timeout: 1s")):
+        check(a in conf, "contrib/prometheus/prometheus.yml lacks %r" % a)
+        conf = conf.replace(a, b)
     with open(os.path.join(d, "prometheus.yml"), "w") as f:
-        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
-                "scrape_configs:\n  - job_name: tailwarden\n    static_configs:\n"
-                "      - targets: ['127.0.0.1:%d']\n" % target_port)
+        f.write(conf)
+    shutil.copy(os.path.join(contrib, "tailwarden.rules.yml"), d)
     log = open(os.path.join(d, "prometheus.log"), "w")
     p = sess.spawn([prom, "--config.file", os.path.join(d, "prometheus.yml"),
                     "--storage.tsdb.path", os.path.join(d, "data"),
@@ -299,12 +309,26 @@ def test_prometheus():
         tw.log("prometheus: %s -> %s" % (hq, h[0]["value"][1] if h else h))
         up = prom_query(pport, 'up{job="tailwarden"}')
         check(up and up[0]["value"][1] == "1", "up: %s" % up)
+        # The shipped alert rules evaluate on the real series, and none of
+        # the daemon-health ones is pending or firing for a healthy daemon.
+        with urllib.request.urlopen("http://127.0.0.1:%d/api/v1/rules" % pport, timeout=5) as r:
+            rules = [ru for g in json.loads(r.read())["data"]["groups"] for ru in g["rules"]]
+        check(len(rules) >= 5 and all(ru["health"] == "ok" for ru in rules),
+              "contrib rules: %s" % [(ru["name"], ru["health"], ru.get("lastError")) for ru in rules])
+        active = [a["labels"]["alertname"] for ru in rules for a in ru.get("alerts", [])]
+        check(not set(active) & {"TailwardenDown", "TailwardenAbsent", "TailwardenLoopStalled",
+                                  "TailwardenTickSlow", "TailwardenReloadRejected"},
+              "alerts active on a healthy daemon: %s" % active)
+        # Every metric and label contrib/ uses is one this daemon serves.
+        c = subprocess.run([os.path.join(tw.REPO, "tests", "check_contrib.py"), "--metrics", rig.url()],
+                           capture_output=True, text=True, timeout=30)
+        check(c.returncode == 0, "contrib against the live /metrics:\n%s%s" % (c.stdout, c.stderr))
         lg = load.result(timeout=40)
         tw.log("loadgen: %s req sent, %s completed in %s s" % (lg.get("sent"), lg.get("completed"), lg.get("duration_s")))
         sess.stop(prom)
         check(rate > RATE / 4, "rate %.0f req/s, loadgen offered %d" % (rate, RATE))
-        return ("prometheus rate %.0f req/s (offered %d); /metrics scrape p50 %.1f ms max %.1f ms, %d bytes"
-                % (rate, RATE, lat[len(lat) // 2] * 1e3, lat[-1] * 1e3, len(body)))
+        return ("prometheus rate %.0f req/s (offered %d); %d contrib rules ok; /metrics scrape p50 %.1f ms max %.1f ms, %d bytes"
+                % (rate, RATE, len(rules), lat[len(lat) // 2] * 1e3, lat[-1] * 1e3, len(body)))
 
 
 # -- the endpoint -------------------------------------------------------------
