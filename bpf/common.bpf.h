@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What both BPF programs share: drop counting, the per-cgroup
- * lookup-or-insert, histogram adds and the x86_64 syscall numbers their
+ * lookup-or-insert (cg_entry, cg_entry_big), histogram adds and the x86_64 syscall numbers their
  * raw syscall hooks filter on. Include after vmlinux.h and bpf_helpers.h.
  */
 #ifndef TW_BPF_COMMON_BPF_H
@@ -31,6 +31,38 @@ static __always_inline void *map_lookup_or_insert(void *map, const void *key, co
 		return v;
 	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
 	return bpf_map_lookup_elem(map, key);
+}
+
+/*
+ * A cgroup's entry in a per-cgroup map, inserted from init when absent;
+ * when the map is full, one drop of kind what is counted and NULL returned.
+ */
+static __always_inline void *cg_entry(void *map, __u64 cgid, const void *init,
+				      void *drops, __u32 what)
+{
+	void *v = map_lookup_or_insert(map, &cgid, init);
+
+	if (!v)
+		drop_count(drops, what);
+	return v;
+}
+
+/*
+ * The same for values too big for the BPF stack: the zeroed template is
+ * the only entry of the per-CPU array zero_map, read only on an insert.
+ */
+static __always_inline void *cg_entry_big(void *map, __u64 cgid, void *zero_map,
+					  void *drops, __u32 what)
+{
+	__u32 zero = 0;
+	void *v = bpf_map_lookup_elem(map, &cgid);
+
+	if (v)
+		return v;
+	v = bpf_map_lookup_elem(zero_map, &zero);
+	if (!v)
+		return NULL;
+	return cg_entry(map, cgid, v, drops, what);
 }
 
 /*

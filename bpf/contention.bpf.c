@@ -172,29 +172,15 @@ static __always_inline void drop(__u32 what)
 
 static __always_inline struct ct_cg_counters *cg_counters(__u64 cgid)
 {
-	struct ct_cg_counters zero = {}, *c;
+	struct ct_cg_counters zero = {};
 
-	c = map_lookup_or_insert(&ct_cg_counters, &cgid, &zero);
-	if (!c)
-		drop(CT_DROP_CGROUP_FULL);
-	return c;
+	return cg_entry(&ct_cg_counters, cgid, &zero, &ct_drops, CT_DROP_CGROUP_FULL);
 }
 
 static __always_inline struct ct_cg_hists *cg_hists(__u64 cgid)
 {
-	struct ct_cg_hists *h;
-	__u32 zero = 0;
-
-	h = bpf_map_lookup_elem(&ct_cg_hists, &cgid);
-	if (h)
-		return h;
-	h = bpf_map_lookup_elem(&ct_zero_hists, &zero); /* too big for the stack */
-	if (!h)
-		return NULL;
-	h = map_lookup_or_insert(&ct_cg_hists, &cgid, h);
-	if (!h)
-		drop(CT_DROP_CGROUP_FULL);
-	return h;
+	return cg_entry_big(&ct_cg_hists, cgid, &ct_zero_hists, &ct_drops,
+			    CT_DROP_CGROUP_FULL);
 }
 
 /* The span from a stamp to now, or 0 (and counted) when it is not sane. */
@@ -240,20 +226,11 @@ static __always_inline void runq_charge(struct task_struct *t, __u64 d)
 {
 	__u64 cgid = task_cgroup(t);
 	struct ct_cg_runq *r;
-	__u32 zero = 0, b;
+	__u32 b;
 
-	r = bpf_map_lookup_elem(&ct_cg_runq, &cgid);
-	if (!r) {
-		r = bpf_map_lookup_elem(&ct_zero_runq, &zero);
-		if (!r)
-			return;
-		bpf_map_update_elem(&ct_cg_runq, &cgid, r, BPF_NOEXIST);
-		r = bpf_map_lookup_elem(&ct_cg_runq, &cgid);
-		if (!r) {
-			drop(CT_DROP_CGROUP_FULL);
-			return;
-		}
-	}
+	r = cg_entry_big(&ct_cg_runq, cgid, &ct_zero_runq, &ct_drops, CT_DROP_CGROUP_FULL);
+	if (!r)
+		return;
 	r->runq_ns += d;
 	b = hist_bucket_of(d);
 	if (b < HIST_BUCKETS)

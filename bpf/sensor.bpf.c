@@ -173,29 +173,15 @@ static __always_inline void drop(__u32 what)
 
 static __always_inline struct tw_cg_counters *cg_counters(__u64 cgid)
 {
-	struct tw_cg_counters zero = {}, *c;
+	struct tw_cg_counters zero = {};
 
-	c = map_lookup_or_insert(&tw_cg_counters, &cgid, &zero);
-	if (!c)
-		drop(TW_DROP_CGROUP_FULL);
-	return c;
+	return cg_entry(&tw_cg_counters, cgid, &zero, &tw_drops, TW_DROP_CGROUP_FULL);
 }
 
 static __always_inline struct tw_cg_hists *cg_hists(__u64 cgid)
 {
-	struct tw_cg_hists *h;
-	__u32 zero = 0;
-
-	h = bpf_map_lookup_elem(&tw_cg_hists, &cgid);
-	if (h)
-		return h;
-	h = bpf_map_lookup_elem(&tw_zero_hists, &zero); /* too big for the stack */
-	if (!h)
-		return NULL;
-	h = map_lookup_or_insert(&tw_cg_hists, &cgid, h);
-	if (!h)
-		drop(TW_DROP_CGROUP_FULL);
-	return h;
+	return cg_entry_big(&tw_cg_hists, cgid, &tw_zero_hists, &tw_drops,
+			    TW_DROP_CGROUP_FULL);
 }
 
 /* Add the connection's pending byte counts to its cgroup's. */
