@@ -16,6 +16,13 @@ cutting and giving back while it is killed. What a user would notice:
                     escape bytes, a knob file outside the cgroup tree):
                     `restore` and `run` refuse them with the file and the
                     record named, within seconds, and change nothing
+  hook_missing      kernel tracepoints hidden as on an older kernel
+                    (TAILWARDEN_TEST_HIDE_TRACEPOINTS): without the
+                    contention hooks the daemon names them and still cuts
+                    the hog; without sk_data_ready it says it falls back
+                    to receive-stamped spans; both restore on SIGTERM;
+                    without inet_sock_set_state it refuses to start, the
+                    hook named, nothing changed
 
 Usage: test_faults.py [-v] [TEST...]   (as root). TW_FAULT_KILLS sets the
 number of kills (default 50).
@@ -291,10 +298,78 @@ def test_bad_state():
             len(rows), "; ".join(rows))
 
 
+# Hooks whose absence the daemon survives while still seeing the hog: the
+# scheduler's (run-queue waits then come from sched_info), block requests
+# and kernel locks (those signals go).
+CONTENTION_HOOKS = ("sched_switch", "sched_wakeup", "sched_wakeup_new", "block_rq_issue",
+                    "block_io_start", "block_bio_queue", "contention_begin", "contention_end")
+
+
+def test_hook_missing():
+    """Kernel hooks missing (simulated): said, worked around, still controlling; a vital one: refused."""
+    def hide(*hooks):
+        return dict(os.environ, TAILWARDEN_TEST_HIDE_TRACEPOINTS=",".join(hooks))
+
+    def lines(text, what):
+        return [line.split(what, 1)[1].strip() for line in text.splitlines() if what in line]
+
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="hook") as sess:
+        rig, _, bursts = busy_rig(sess, "hook")
+        try:
+            rig.write_config(tag="hook")
+            orig = rig.knob_files()
+            # 1. The contention hooks missing: said, and the hog is still cut.
+            rig.start_tailwarden(env=hide(*CONTENTION_HOOKS))
+            deadline = time.monotonic() + 30
+            while rig.knob_files()["batch"] == orig["batch"] and time.monotonic() < deadline:
+                time.sleep(0.2)
+            cut = rig.knob_files()["batch"]
+            alive = rig.tw.poll() is None
+            rc = rig.stop_tailwarden()
+            log = colo.readf(rig.runlog, "")
+            sigs = lines(log, "contention signals:")
+            check(alive, "tailwarden run died: %s" % log[-2000:])
+            check(sigs and "sched_switch" in sigs[0] and "contention_begin" in sigs[0],
+                  "the missing contention hooks were not named: %s" % sigs)
+            check(cut != orig["batch"], "batch never cut in 30 s with the contention hooks missing "
+                  "(target %d us)" % rig.target)
+            check(rc == 0, "exit status %s after SIGTERM: %s" % (rc, log[-2000:]))
+            check(rig.knob_files() == orig, "not restored: %s, originally %s"
+                  % (rig.knob_files(), orig))
+            # 2. No sk_data_ready: receive-stamped spans, said with what they miss.
+            rig.start_tailwarden(env=hide("sk_data_ready"))
+            time.sleep(3)
+            alive = rig.tw.poll() is None
+            rc2 = rig.stop_tailwarden()
+            log = colo.readf(rig.runlog, "")
+            mode = lines(log, "sensing mode:")
+            check(alive and rc2 == 0, "without sk_data_ready: died or exit %s: %s" % (rc2, log[-2000:]))
+            check(mode and mode[0].startswith("receive") and "sk_data_ready" in mode[0],
+                  "the fallback for sk_data_ready was not said: %s" % mode)
+            check(rig.knob_files() == orig, "not restored: %s" % rig.knob_files())
+        finally:
+            bursts.stop()
+
+        # 3. No inet_sock_set_state: connections cannot be told apart, no request sensing.
+        t0 = time.monotonic()
+        r = subprocess.run([tw.TAILWARDEN, "run", "--config", rig.conf, "--policies", rig.policies],
+                           env=hide("inet_sock_set_state"), capture_output=True, text=True, timeout=60)
+        took = time.monotonic() - t0
+        refused = lines(r.stderr, "Failed to start sensing:")
+        check(r.returncode != 0 and refused and "inet_sock_set_state" in refused[0],
+              "without inet_sock_set_state: exit %d: %s" % (r.returncode, r.stderr.strip()[-500:]))
+        check(rig.knob_files() == orig, "a refused start changed knobs: %s" % rig.knob_files())
+        return ("%d contention hooks hidden: said (%s), batch cut (cpu.shares %s -> %s), restored; "
+                "no sk_data_ready: %s; no inet_sock_set_state: exit %d in %.1f s (%s); 0 knobs "
+                "left changed" % (len(CONTENTION_HOOKS), sigs[0][:90], orig["batch"]["cpu.shares"],
+                                  cut["cpu.shares"], mode[0][:60], r.returncode, took, refused[0][:80]))
+
+
 TESTS = [
     ("kill9_restore", test_kill9_restore),
     ("be_removed", test_be_removed),
     ("bad_state", test_bad_state),
+    ("hook_missing", test_hook_missing),
 ]
 
 

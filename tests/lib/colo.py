@@ -209,10 +209,11 @@ class Rig:
         self.policies = pol
         return pol
 
-    def start_tailwarden(self, extra=()):
+    def start_tailwarden(self, extra=(), env=None):
         self.runlog = os.path.join(os.path.dirname(self.conf), "run.log")
         argv = [tw.TAILWARDEN, "run", "--config", self.conf, "--policies", self.policies] + list(extra)
-        self.tw = self.sess.spawn(argv, stdout=open(self.runlog, "w"), stderr=subprocess.STDOUT)
+        self.tw = self.sess.spawn(argv, stdout=open(self.runlog, "w"), stderr=subprocess.STDOUT,
+                                  env=env)
         deadline = time.monotonic() + 30
         while "running:" not in (readf(self.runlog) or ""):
             if self.tw.poll() is not None or time.monotonic() > deadline:
