@@ -904,8 +904,6 @@ int manager_run(struct manager *m)
 	sigset_t mask;
 	int r, rr;
 
-	/* A closed stderr pipe or a metrics client that went away: EPIPE, not death. */
-	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);

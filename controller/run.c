@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,8 @@ int cmd_run(int argc, char **argv)
 	struct manager *m;
 	int c, r;
 
+	/* A closed stderr pipe or a metrics client that went away: EPIPE, not death. */
+	signal(SIGPIPE, SIG_IGN);
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': config = optarg; break;
