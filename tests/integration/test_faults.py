@@ -26,6 +26,9 @@ cutting and giving back while it is killed. What a user would notice:
                     of its own): the daemon keeps controlling, counts the
                     lost lines (log, status.json), writes again once there
                     is room, and restores every knob on SIGTERM
+  knob_fail_log     a knob write that keeps failing (a v1 quota above its
+                    parent's): said on the 1st, 2nd, 4th... failure, not
+                    every time, and once when it is written again
   sigpipe           the daemon's stderr a pipe whose reader is closed: it
                     keeps controlling and restores on SIGTERM, exit 0
 
@@ -486,6 +489,66 @@ def test_log_full():
                 % (lost["decision_log_lost"], "knobs changed" if changed else "?", len(said)))
 
 
+def test_knob_fail_log():
+    """A quota write failing every try: logged with back-off, and once when it recovers."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="kfail") as sess:
+        web, be = sess.cgroup("web"), sess.cgroup("be")
+        batch = sess.cgroup("be/batch")
+        be_cpu = os.path.join(tw.CGROUP_FS, "cpu", be.rel.lstrip("/"))
+        quota = os.path.join(tw.CGROUP_FS, "cpu", batch.rel.lstrip("/"), "cpu.cfs_quota_us")
+
+        def set_parent(v):
+            with open(os.path.join(be_cpu, "cpu.cfs_quota_us"), "w") as f:
+                f.write(str(v))
+
+        # On v1 a child's quota above its parent's is EINVAL: be gets 1% of a CPU.
+        set_parent(1000)
+        nginx = sess.nginx(web, cpu=colo.SERVER_CPU)
+        sess.loadgen("http", nginx.port, 2000, 3600, cpu=colo.CLIENT_CPU, background=True)
+        sess.spawn(["stress-ng", "--cpu", "1", "--timeout", "300", "-q"], cgroup=batch,
+                   cpu=colo.SERVER_CPU, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        d = sess.tmpdir("kfail")
+        pol = os.path.join(d, "policies")
+        os.makedirs(pol)
+        with open(os.path.join(pol, "web.policy"), "w") as f:
+            f.write("[Service]\nCgroup=%s\nClass=latency-critical\n[Objective]\nPercentile=99\n"
+                    "Target=1us\nMinRequests=100\nWindow=500ms\n" % web.rel)
+        with open(os.path.join(pol, "batch.policy"), "w") as f:
+            f.write("[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\nCPUQuota=5%%..max\n" % batch.rel)
+        conf = os.path.join(d, "tailwarden.conf")
+        decisions = os.path.join(d, "decisions.jsonl")
+        with open(conf, "w") as f:
+            f.write("[Controller]\nPeriod=250ms\nStateDir=%s\nDecisionLog=%s\nMetrics=no\n"
+                    % (os.path.join(d, "state"), decisions))
+        orig = colo.readf(quota)
+        runlog = os.path.join(d, "run.log")
+        p = sess.spawn([tw.TAILWARDEN, "run", "--config", conf, "--policies", pol],
+                       stdout=open(runlog, "w"), stderr=subprocess.STDOUT)
+
+        def failed():
+            return [x for x in json_lines(decisions, settled=False) if x["error"]]
+
+        wait_for("9 failed quota writes", lambda: len(failed()) >= 9, 90, p)
+        n_failed = len(failed())
+        said = [l for l in colo.readf(runlog, "").splitlines() if "Failed to set" in l]
+        check(said, "no failure was logged: %s" % colo.readf(runlog, "")[-800:])
+        check(len(said) <= 1 + n_failed.bit_length(), "%d failures logged %d times: %s"
+              % (n_failed, len(said), said))
+        check(any("times in a row" in l for l in said), "no 'times in a row' line: %s" % said)
+        check(colo.readf(quota) == orig, "the quota changed: %s" % colo.readf(quota))
+        # Room in the parent: the next try succeeds, and that is said once.
+        set_parent(-1)
+        wait_for("'written again' in the log",
+                 lambda: "written again after" in colo.readf(runlog, ""), 30, p)
+        check(colo.readf(quota) != orig, "the quota was not written after the parent's limit went")
+        rc = sess.stop(p, signal.SIGTERM, timeout=15)
+        check(rc == 0, "exit status %s after SIGTERM" % rc)
+        check(colo.readf(quota) == orig, "quota not restored: %s, originally %s" % (colo.readf(quota), orig))
+        again = [l for l in colo.readf(runlog, "").splitlines() if "written again" in l]
+        return ("%d failed writes logged in %d lines (%s); recovery said %d time(s); restored"
+                % (n_failed, len(said), said[-1].split(": ", 1)[-1][:120], len(again)))
+
+
 def test_sigpipe():
     """stderr a pipe whose reader went away: still controlling, restores on SIGTERM, exit 0."""
     with tw.Session(("unified", "cpu", "cpuacct"), tag="sigpipe") as sess:
@@ -523,6 +586,7 @@ TESTS = [
     ("log_rotation", test_log_rotation),
     ("log_reopen", test_log_reopen),
     ("log_full", test_log_full),
+    ("knob_fail_log", test_knob_fail_log),
     ("sigpipe", test_sigpipe),
 ]
 
