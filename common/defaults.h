@@ -14,6 +14,7 @@
 #define TW_STATE_DIR "/run/tailwarden"
 #define TW_STATE_FILE "state.json" /* in the state directory */
 #define TW_CGROUP_BASE "/sys/fs/cgroup"
+#define TW_DECISION_LOG_MAX_SIZE (16ULL << 20) /* DecisionLogMaxSize= */
 
 /* Where /metrics listens unless Metrics= says otherwise. */
 #define TW_METRICS_ADDRESS "127.0.0.1:9477"

@@ -297,6 +297,10 @@ static void health(FILE *f, const struct report *r, const char *version)
 	fprintf(f, "tailwarden_ticks_total %llu\n", (unsigned long long)r->ticks);
 	family(f, "tailwarden_reload_rejected", "gauge", "1 when the last reload (SIGHUP) was rejected and the old policies kept.");
 	fprintf(f, "tailwarden_reload_rejected %d\n", *r->reload_error != '\0');
+	family(f, "tailwarden_decision_log_lost_lines_total", "counter",
+	       "Decision log lines lost because the file could not be written.");
+	fprintf(f, "tailwarden_decision_log_lost_lines_total %llu\n",
+		(unsigned long long)r->decision_log_lost);
 }
 
 int expo_render(const struct report *r, const char *version, char **out, size_t *len)

@@ -24,6 +24,7 @@
 #include "common/log.h"
 #include "controller/commands.h"
 #include "controller/daemon.h"
+#include "controller/decisions.h"
 #include "controller/expo.h"
 #include "controller/knob.h"
 #include "controller/knob_state.h"
@@ -42,6 +43,8 @@
 
 /* Sensor drops are logged at most this often (they come in bursts). */
 #define DROPS_LOG_USEC (60 * 1000000ULL)
+/* A verdict that persists is said again this often. */
+#define VERDICT_REMIND_USEC (60 * 1000000ULL)
 /* A lost or missing bus is tried again this often. */
 #define BUS_RETRY_USEC (5 * 1000000ULL)
 
@@ -61,7 +64,12 @@ struct service_rt {
 	double written[KNOB_MAX];  /* last value we wrote (or would have) */
 	bool wrote[KNOB_MAX];
 	bool overridden[KNOB_MAX];
-	char verdict[160];         /* last verdict logged, to log only changes */
+	char verdict[32];          /* kind of the last verdict logged ("violation", "hold", ...) */
+	uint64_t verdict_usec;     /* when a verdict was last logged */
+	struct knob_fail {         /* a knob write that keeps failing */
+		unsigned n;        /* failures in a row */
+		int err;           /* the last one's -errno */
+	} fail[KNOB_MAX];
 };
 
 struct manager {
@@ -76,7 +84,12 @@ struct manager {
 	struct contention *cont;
 	struct contention_snapshot *cprev;
 	struct knob_state *state;
-	FILE *decisions;
+	struct decisions *decisions; /* NULL without DecisionLog= */
+	struct engine_input *in;   /* per-tick scratch, sized by the policy set */
+	struct action *acts;
+	size_t nacts;
+	struct qos_sample *q;      /* one service's tick, while it is sensed */
+	struct contention_sample *c;
 	sd_event *event;
 	uint64_t last_usec;
 	uint64_t n_decisions, n_applied, n_failed;
@@ -125,6 +138,10 @@ static void services_free(struct manager *m)
 	}
 	free(m->svc);
 	m->svc = NULL;
+	free(m->in);
+	m->in = NULL;
+	free(m->acts);
+	m->acts = NULL;
 }
 
 static bool any_unit(const struct manager *m)
@@ -251,6 +268,7 @@ static void service_renew(struct manager *m, struct service_rt *s, int idx, uint
 	memset(s->written, 0, sizeof(s->written));
 	memset(s->wrote, 0, sizeof(s->wrote));
 	memset(s->overridden, 0, sizeof(s->overridden));
+	memset(s->fail, 0, sizeof(s->fail));
 	s->ticks = 0;
 	s->have_diag = false;
 	s->verdict[0] = '\0';
@@ -311,8 +329,12 @@ static int services_new(struct manager *m)
 {
 	double period = m->cfg->period_ns;
 
+	/* The tick's scratch, here and not on its stack: it grows with the set. */
+	m->nacts = m->set->n * KNOB_MAX + 1;
 	m->svc = calloc(m->set->n ? m->set->n : 1, sizeof(*m->svc));
-	if (!m->svc)
+	m->in = calloc(m->set->n ? m->set->n : 1, sizeof(*m->in));
+	m->acts = calloc(m->nacts, sizeof(*m->acts));
+	if (!m->svc || !m->in || !m->acts)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->set->n; i++) {
 		struct service_rt *s = &m->svc[i];
@@ -375,8 +397,8 @@ static void decision_log(struct manager *m, const struct service_rt *s,
 	json_object_object_add(o, "dry_run", json_object_new_boolean(m->o.dry_run));
 	json_object_object_add(o, "applied", json_object_new_boolean(applied));
 	json_object_object_add(o, "error", err ? json_object_new_string(strerror(-err)) : NULL);
-	fprintf(m->decisions, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-	fflush(m->decisions);
+	decisions_write(m->decisions, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+			now_usec());
 	json_object_put(o);
 }
 
@@ -410,6 +432,36 @@ static int write_knob(struct manager *m, struct service_rt *s, const struct acti
 	return r;
 }
 
+/*
+ * A knob write that keeps failing is said on the first failure, then on
+ * the 2nd, 4th, 8th... in a row (the engine tries again every window),
+ * and at once when the error changes.
+ */
+static void knob_failed(struct service_rt *s, enum knob_kind k, int err, const char *path,
+			const char *value)
+{
+	struct knob_fail *f = &s->fail[k];
+
+	f->n++;
+	if (f->n == 1 || err != f->err)
+		log_warning_errno(err, "Failed to set %s of %s to %s: %m, ignoring", path, s->cg, value);
+	else if (!(f->n & (f->n - 1)))
+		log_warning_errno(err, "Failed to set %s of %s to %s: %m (%u times in a row), ignoring",
+				  path, s->cg, value, f->n);
+	f->err = err;
+}
+
+/* Said once, when a knob that failed is written again. */
+static void knob_recovered(struct service_rt *s, enum knob_kind k, const char *path)
+{
+	struct knob_fail *f = &s->fail[k];
+
+	if (f->n)
+		log_notice("%s of %s: written again after %u failure(s)", path, s->cg, f->n);
+	f->n = 0;
+	f->err = 0;
+}
+
 static void apply(struct manager *m, const struct action *a)
 {
 	struct service_rt *s = &m->svc[a->service];
@@ -426,9 +478,10 @@ static void apply(struct manager *m, const struct action *a)
 		r = write_knob(m, s, a, path, sizeof(path));
 		if (r) {
 			m->n_failed++;
-			log_warning_errno(r, "Failed to set %s of %s to %s: %m, ignoring", path, s->cg, n);
+			knob_failed(s, a->knob, r, path, n);
 		} else {
 			m->n_applied++;
+			knob_recovered(s, a->knob, path);
 			log_notice("%s: %s -> %s (%s)", path, o, n, a->reason);
 		}
 	}
@@ -502,32 +555,31 @@ static void sense_service(struct manager *m, struct service_rt *s, int idx,
 			  const struct sensor_snapshot *now, struct contention_snapshot *cnow,
 			  double iv, struct engine_input *in)
 {
-	struct qos_sample q;
-	struct contention_sample c;
+	struct qos_sample *q = m->q;             /* big (histograms): the heap's, */
+	struct contention_sample *c = m->c;      /* reused for every service */
 	bool have_c = false;
 
-	/* The window figures are big: only the latest tick's are on the stack. */
 	memset(in, 0, sizeof(*in));
 	in->latency_ns = -1;
 	service_resolve(m, s, idx);
 	read_knobs(m, s, idx, in->knob);
 	if (!s->cgid)
 		return;
-	sensor_sample(now, m->prev, s->cgid, iv, &q);
+	sensor_sample(now, m->prev, s->cgid, iv, q);
 	if (m->cont && cnow &&
-	    !contention_sample(m->cont, cnow, m->cprev, s->cgid, s->cg, iv, &c)) {
+	    !contention_sample(m->cont, cnow, m->cprev, s->cgid, s->cg, iv, c)) {
 		have_c = true;
-		diag_update(s->diag, &q, &c, &s->last_diag);
+		diag_update(s->diag, q, c, &s->last_diag);
 		s->have_diag = true;
 		/* Sizes the first quota cut of a best-effort service with none. */
-		if (isfinite(c.cpu_usage_s) && iv > 0)
-			in->cpu_usage = c.cpu_usage_s / iv;
+		if (isfinite(c->cpu_usage_s) && iv > 0)
+			in->cpu_usage = c->cpu_usage_s / iv;
 	} else {
-		diag_update(s->diag, &q, NULL, &s->last_diag);
+		diag_update(s->diag, q, NULL, &s->last_diag);
 		s->have_diag = m->cont != NULL;
 	}
-	hook_sample(m, s, &q, have_c ? &c : NULL); /* status and metrics */
-	if (!window_add(s, &q))
+	hook_sample(m, s, q, have_c ? c : NULL); /* status and metrics */
+	if (!window_add(s, q))
 		return;
 	hook_window(m, s); /* status and metrics */
 	in->have_window = true;
@@ -537,16 +589,33 @@ static void sense_service(struct manager *m, struct service_rt *s, int idx,
 	s->ticks = 0;
 }
 
-/* Log a latency-critical service's verdict when it changes (no action is visible otherwise). */
-static void log_verdicts(struct manager *m)
+/*
+ * Log a latency-critical service's verdict when its kind changes
+ * ("violation", "hold", "large slack", "no verdict": the figures in it
+ * change every window), and once a minute while it persists. No action is
+ * visible otherwise.
+ */
+static void log_verdicts(struct manager *m, uint64_t usec)
 {
 	for (size_t i = 0; i < m->set->n; i++) {
 		struct service_rt *s = &m->svc[i];
 		const char *v = engine_verdict(m->engine, i);
+		char kind[sizeof(s->verdict)];
+		size_t n;
 
-		if (s->p->klass != POLICY_LATENCY_CRITICAL || !v || !strcmp(v, s->verdict))
+		if (s->p->klass != POLICY_LATENCY_CRITICAL || !v || !*v)
 			continue;
-		snprintf(s->verdict, sizeof(s->verdict), "%s", v);
+		n = strcspn(v, ":");
+		snprintf(kind, sizeof(kind), "%.*s", (int)n, v);
+		if (!strcmp(kind, s->verdict)) {
+			if (usec < s->verdict_usec + VERDICT_REMIND_USEC)
+				continue;
+			s->verdict_usec = usec;
+			log_info("service %s: still %s", s->p->name, v);
+			continue;
+		}
+		snprintf(s->verdict, sizeof(s->verdict), "%s", kind);
+		s->verdict_usec = usec;
 		log_info("service %s: %s", s->p->name, v);
 	}
 }
@@ -609,11 +678,8 @@ static void notify_status(struct manager *m)
 /* usec: the tick's scheduled time, so windows do not drift with timer slack. */
 static int tick(struct manager *m, uint64_t usec)
 {
-	size_t nacts = m->set->n * KNOB_MAX + 1;
-	struct engine_input in[m->set->n ? m->set->n : 1];
 	struct sensor_snapshot *now = NULL;
 	struct contention_snapshot *cnow = NULL;
-	struct action acts[nacts];
 	uint64_t read_usec, start_usec;
 	double iv;
 	int n, r;
@@ -629,13 +695,13 @@ static int tick(struct manager *m, uint64_t usec)
 		cnow = NULL;
 	iv = (usec - m->last_usec) / 1e6;
 	for (size_t i = 0; i < m->set->n; i++)
-		sense_service(m, &m->svc[i], i, now, cnow, iv, &in[i]);
-	n = engine_tick(m->engine, usec * 1000, in, acts, nacts);
+		sense_service(m, &m->svc[i], i, now, cnow, iv, &m->in[i]);
+	n = engine_tick(m->engine, usec * 1000, m->in, m->acts, m->nacts);
 	if (n < 0)
 		log_error_errno(n, "Failed to decide this tick (policy engine: %m), ignoring");
 	for (int i = 0; i < n; i++)
-		apply(m, &acts[i]);
-	log_verdicts(m);
+		apply(m, &m->acts[i]);
+	log_verdicts(m, usec);
 	tables_tick(m, now, cnow, read_usec, usec);
 	sensor_snapshot_free(m->prev);
 	m->prev = now;
@@ -696,6 +762,9 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	(void)src;
 	(void)si;
 	daemon_notify_reloading();
+	/* logrotate's postrotate: later decisions go to a new file. */
+	if (m->decisions && !decisions_reopen(m->decisions, now_usec()))
+		log_info("reopened the decision log %s", m->cfg->decision_log);
 	m->reload_error[0] = '\0';
 	if (load_policies(m, &set)) {
 		log_error("reload: the new policy set is invalid (errors above); keeping the old one");
@@ -773,9 +842,9 @@ static int open_outputs(struct manager *m)
 	else if ((r = knob_state_open(m->cfg->state_dir, &m->state)))
 		return log_error_errno(r, "Failed to open the state file in %s", m->cfg->state_dir);
 	if (m->cfg->decision_log) {
-		m->decisions = fopen(m->cfg->decision_log, "ae");
-		if (!m->decisions)
-			return log_error_errno(-errno, "Failed to open the decision log %s",
+		r = decisions_open(m->cfg->decision_log, m->cfg->decision_log_max_size, &m->decisions);
+		if (r)
+			return log_error_errno(r, "Failed to open the decision log %s: %m",
 					       m->cfg->decision_log);
 	}
 	return 0;
@@ -790,6 +859,12 @@ int manager_new(const struct manager_opts *o, struct manager **out)
 		return -ENOMEM;
 	m->o = *o;
 	m->cfg = o->cfg;
+	m->q = malloc(sizeof(*m->q));
+	m->c = malloc(sizeof(*m->c));
+	if (!m->q || !m->c) {
+		r = -ENOMEM;
+		goto fail;
+	}
 	r = cg_root_find(m->cfg->cgroup_base, m->root, sizeof(m->root));
 	if (r) {
 		log_error_errno(r, "Failed to find a cgroup2 hierarchy under %s: %m", m->cfg->cgroup_base);
@@ -885,8 +960,9 @@ void manager_free(struct manager *m)
 	report_free(m->report);
 	unit_bus_free(m->bus);
 	cg_names_free(m->names);
-	if (m->decisions)
-		fclose(m->decisions);
+	decisions_close(m->decisions);
+	free(m->q);
+	free(m->c);
 	sd_event_unref(m->event);
 	config_free(m->cfg);
 	free(m);
@@ -1033,6 +1109,7 @@ static void hook_publish(struct manager *m, uint64_t tick_start_usec)
 		hook_service_state(m, &m->svc[i], i);
 	hook_tables(m);
 	hook_copy(r->reload_error, sizeof(r->reload_error), m->reload_error);
+	r->decision_log_lost = decisions_lost(m->decisions);
 	snprintf(r->sensing_mode, sizeof(r->sensing_mode), "%s",
 		 m->sensor ? sensor_mode_name(sensor_mode(m->sensor)) : "");
 	if (tick_start_usec) {

@@ -93,6 +93,7 @@ struct report {
 	bool have_contention;
 	struct report_map maps[2]; /* request and contention per-cgroup tables */
 	uint64_t freed;         /* entries of removed cgroups freed since start */
+	uint64_t decision_log_lost; /* decision log lines lost (unwritable file) since start */
 };
 
 /* NULL on ENOMEM. */

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,8 @@ static void help(void)
 	       "The daemon: keeps latency-critical services inside their objective by\n"
 	       "changing best-effort services' CPU and I/O knobs, per the policy files.\n"
 	       "Every change is logged; all of them are undone on SIGTERM/SIGINT.\n"
-	       "SIGHUP re-reads the policies (an invalid set keeps the old one).\n\n"
+	       "SIGHUP re-reads the policies (an invalid set keeps the old one) and\n"
+	       "reopens the decision log.\n\n"
 	       "      --config FILE     main config (default " TW_CONFIG_PATH " if present)\n"
 	       "      --policies PATH   policy file or directory (default: the config's\n"
 	       "                        PoliciesDir=, /etc/tailwarden/policies.d)\n"
@@ -46,6 +48,8 @@ int cmd_run(int argc, char **argv)
 	struct manager *m;
 	int c, r;
 
+	/* A closed stderr pipe or a metrics client that went away: EPIPE, not death. */
+	signal(SIGPIPE, SIG_IGN);
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': config = optarg; break;

@@ -190,6 +190,7 @@ static struct json_object *report_json(const struct report *r)
 	json_object_object_add(o, "tick_duration_s", json_object_new_double(r->tick_duration_s));
 	json_object_object_add(o, "ticks", json_object_new_int64(r->ticks));
 	json_object_object_add(o, "reload_error", str_or_null(r->reload_error));
+	json_object_object_add(o, "decision_log_lost", json_object_new_int64(r->decision_log_lost));
 	svc = json_object_new_array();
 	for (size_t i = 0; svc && i < r->n_svc; i++)
 		if (r->svc[i].active)
@@ -267,6 +268,7 @@ static const struct field top_fields[] = {
 	{ "pid", T_INT }, { "dry_run", T_BOOL }, { "period_s", T_NUM },
 	{ "sensing", T_STR | T_NULL }, { "started", T_NUM }, { "last_tick", T_NUM },
 	{ "tick_duration_s", T_NUM }, { "ticks", T_INT }, { "reload_error", T_STR | T_NULL },
+	{ "decision_log_lost", T_INT },
 	{ "services", T_ARR }, { "last_actions", T_ARR }, { "tables", T_OBJ },
 };
 static const struct field svc_fields[] = {
@@ -565,6 +567,9 @@ static void print_human(struct json_object *o)
 	print_tables(get(o, "tables"));
 	if (s_of(o, "reload_error"))
 		printf("   reload: last one REJECTED, old policies kept: %s\n", s_of(o, "reload_error"));
+	if (json_object_get_int64(get(o, "decision_log_lost")))
+		printf("   decision log: %lld line(s) lost (its file could not be written)\n",
+		       (long long)json_object_get_int64(get(o, "decision_log_lost")));
 	for (size_t i = 0; i < json_object_array_length(svc); i++)
 		print_service(json_object_array_get_idx(svc, i));
 	print_actions(get(o, "last_actions"));

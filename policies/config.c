@@ -21,7 +21,7 @@
 #define PERIOD_MAX_NS (60 * TW_NSEC_PER_SEC)
 
 enum { S_CONTROLLER };
-enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_CGROUP_BASE, K_BUS, K_METRICS };
+enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_DECISION_LOG_MAX_SIZE, K_CGROUP_BASE, K_BUS, K_METRICS };
 
 /* Absolute, no control characters, no trailing '/' (a file's path has none at all). */
 static int set_path(char **dst, const char *v, bool file, char *why)
@@ -64,6 +64,22 @@ static int set_state_dir(void *obj, const char *v, char *why)
 static int set_decision_log(void *obj, const char *v, char *why)
 {
 	return set_path(&((struct tw_config *)obj)->decision_log, v, true, why);
+}
+
+/* DecisionLogMaxSize=: a size of at least 1K; 0 or infinity for no limit. */
+static int set_decision_log_max_size(void *obj, const char *v, char *why)
+{
+	uint64_t *max = &((struct tw_config *)obj)->decision_log_max_size;
+	int r;
+
+	if (!strcmp(v, "infinity")) {
+		*max = 0;
+		return 0;
+	}
+	r = unit_parse_size(v, max, why);
+	if (r == 0 && *max && *max < 1024)
+		return unit_fail(why, "below the minimum of 1K (0 or infinity: no limit)");
+	return r;
 }
 
 static int set_cgroup_base(void *obj, const char *v, char *why)
@@ -156,6 +172,8 @@ static const struct ini_key config_keys[] = {
 	[K_POLICIES_DIR] = { S_CONTROLLER, "PoliciesDir", "an absolute path", set_policies_dir },
 	[K_STATE_DIR] = { S_CONTROLLER, "StateDir", "an absolute path", set_state_dir },
 	[K_DECISION_LOG] = { S_CONTROLLER, "DecisionLog", "an absolute file path", set_decision_log },
+	[K_DECISION_LOG_MAX_SIZE] = { S_CONTROLLER, "DecisionLogMaxSize", "a size such as 16M, or infinity",
+				      set_decision_log_max_size },
 	[K_CGROUP_BASE] = { S_CONTROLLER, "CgroupBase", "an absolute path", set_cgroup_base },
 	[K_BUS] = { S_CONTROLLER, "Bus", "auto, system or user", set_bus },
 	[K_METRICS] = { S_CONTROLLER, "Metrics", "IPV4:PORT, [IPV6]:PORT or no", set_metrics },
@@ -231,6 +249,7 @@ int config_load(const char *path, struct tw_config **out, struct policy_errors *
 	if (!c)
 		return -ENOMEM;
 	c->period_ns = TW_PERIOD_NS;
+	c->decision_log_max_size = TW_DECISION_LOG_MAX_SIZE;
 	if (path) {
 		c->file = strdup(path);
 		r = c->file ? config_read(c, path, errs) : -ENOMEM;
@@ -249,11 +268,12 @@ int config_load(const char *path, struct tw_config **out, struct policy_errors *
 
 int config_describe(const struct tw_config *c, char *buf, size_t len)
 {
-	char period[32];
+	char period[32], max[32];
 
 	unit_format_duration(c->period_ns, period, sizeof(period));
-	return snprintf(buf, len, "%s: period %s, dry-run %s, policies %s, state %s, decision log %s, cgroup base %s, metrics %s",
+	unit_format_size(c->decision_log_max_size, max, sizeof(max));
+	return snprintf(buf, len, "%s: period %s, dry-run %s, policies %s, state %s, decision log %s (max %s), cgroup base %s, metrics %s",
 		c->file ? c->file : "(defaults)", period, c->dry_run ? "yes" : "no",
-		c->policies_dir, c->state_dir, c->decision_log, c->cgroup_base,
+		c->policies_dir, c->state_dir, c->decision_log, c->decision_log_max_size ? max : "infinity", c->cgroup_base,
 		c->metrics ? c->metrics : "no");
 }

@@ -25,6 +25,7 @@ struct tw_config {
 	char *policies_dir;     /* default /etc/tailwarden/policies.d */
 	char *state_dir;        /* default /run/tailwarden */
 	char *decision_log;     /* JSON Lines path, default <state_dir>/decisions.jsonl */
+	uint64_t decision_log_max_size; /* bytes before it is rotated to FILE.1; 0: no limit; default 16M */
 	char *cgroup_base;      /* default /sys/fs/cgroup */
 	enum config_bus bus;    /* default auto */
 	char *metrics;          /* Metrics=: ADDRESS:PORT of /metrics, NULL for no */

@@ -149,6 +149,31 @@ int unit_parse_duration(const char *s, uint64_t *ns, char *why)
 	return 0;
 }
 
+int unit_parse_size(const char *s, uint64_t *bytes, char *why)
+{
+	static const struct unit size_units[] = {
+		{ "", 1 }, { "B", 1 }, { "K", 1024.0 }, { "M", 1024.0 * 1024 },
+		{ "G", 1024.0 * 1024 * 1024 }, { "T", 1024.0 * 1024 * 1024 * 1024 },
+	};
+	const char *u;
+	double v;
+	size_t n = scan_number(s, &v);
+
+	if (!n)
+		return unit_fail(why, "expected a size, e.g. 16M");
+	u = unit_after(s, n);
+	for (size_t i = 0; i < sizeof(size_units) / sizeof(*size_units); i++) {
+		if (strcasecmp(u, size_units[i].name))
+			continue;
+		v = round(v * size_units[i].scale);
+		if (v >= 18446744073709551616.0 / 2)
+			return unit_fail(why, "size too large");
+		*bytes = (uint64_t)v;
+		return 0;
+	}
+	return unit_fail(why, "unknown unit '%s'; expected bytes or K, M, G, T (powers of 1024)", u);
+}
+
 int unit_parse_percent(const char *s, double *fraction, char *why)
 {
 	const char *u;
@@ -345,6 +370,21 @@ void unit_format_ns(char *buf, size_t len, double ns, int digits)
 void unit_format_duration(uint64_t ns, char *buf, size_t len)
 {
 	unit_format_ns(buf, len, ns, 10);
+}
+
+void unit_format_size(uint64_t bytes, char *buf, size_t len)
+{
+	static const char suffix[] = "KMGT";
+	int i = -1;
+
+	while (i < 3 && bytes >= 1024 && bytes % 1024 == 0) {
+		bytes /= 1024;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)bytes);
+	else
+		snprintf(buf, len, "%llu%c", (unsigned long long)bytes, suffix[i]);
 }
 
 void unit_format_percent(double fraction, char *buf, size_t len)

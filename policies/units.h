@@ -20,6 +20,11 @@ int unit_parse_uint(const char *s, uint64_t *out, char *why);
 int unit_parse_duration(const char *s, uint64_t *ns, char *why);
 /* A duration from min to max inclusive; outside, why names the bound. */
 int unit_parse_duration_in(const char *s, uint64_t min, uint64_t max, uint64_t *ns, char *why);
+/*
+ * "4096", "512K", "16M", "1.5G", "2T" (any case, "B" for bytes, blanks
+ * before the unit): bytes, in powers of 1024, rounded; below 2^63.
+ */
+int unit_parse_size(const char *s, uint64_t *bytes, char *why);
 /* "12.5%": the fraction 0.125. */
 int unit_parse_percent(const char *s, double *fraction, char *why);
 /* "1.2GHz", "800 MHz", "2000000kHz", "1200000000Hz" (unit in any case): kHz, rounded to whole kHz. */
@@ -56,6 +61,8 @@ void unit_format_duration(uint64_t ns, char *buf, size_t len);
  * significant digits ("1.23ms" at 3), or whole ns below 1us.
  */
 void unit_format_ns(char *buf, size_t len, double ns, int digits);
+/* Bytes in the largest of K, M, G, T that divides them exactly: "16M", "1536K", "1000". */
+void unit_format_size(uint64_t bytes, char *buf, size_t len);
 void unit_format_percent(double fraction, char *buf, size_t len);
 void unit_format_frequency(double khz, char *buf, size_t len);
 void unit_format_number(double v, char *buf, size_t len);

@@ -23,6 +23,20 @@ cutting and giving back while it is killed. What a user would notice:
                     to receive-stamped spans; both restore on SIGTERM;
                     without inet_sock_set_state it refuses to start, the
                     hook named, nothing changed
+  log_rotation      a small DecisionLogMaxSize= on a busy controller: the
+                    decision log rotates to FILE.1, neither file passes
+                    the limit by more than one line, every line is JSON
+  log_reopen        the decision log moved aside, then SIGHUP: later lines
+                    go to a new file, none to the moved one
+  log_full          the decision log on a full tmpfs (in a mount namespace
+                    of its own): the daemon keeps controlling, counts the
+                    lost lines (log, status.json), writes again once there
+                    is room, and restores every knob on SIGTERM
+  knob_fail_log     a knob write that keeps failing (a v1 quota above its
+                    parent's): said on the 1st, 2nd, 4th... failure, not
+                    every time, and once when it is written again
+  sigpipe           the daemon's stderr a pipe whose reader is closed: it
+                    keeps controlling and restores on SIGTERM, exit 0
 
 Usage: test_faults.py [-v] [TEST...]   (as root). TW_FAULT_KILLS sets the
 number of kills (default 50).
@@ -71,12 +85,12 @@ class Bursts(threading.Thread):
         self.rig.stop_hog()
 
 
-def busy_rig(sess, tag):
-    """nginx under load for the whole test, a bursting hog; target 3x its p99 alone."""
+def busy_rig(sess, tag, factor=3):
+    """nginx under load for the whole test, a bursting hog; target factor x its p99 alone."""
     rig = colo.Rig(sess, sess.tmpdir(tag))
     rig.rate, rig.hogs = 8000, 2
     alone = rig.p99(2)
-    rig.target = int(max(3 * alone, 300))
+    rig.target = int(max(factor * alone, 300))
     lg = sess.loadgen("http", rig.nginx.port, rig.rate, 3600, cpu=colo.CLIENT_CPU, background=True)
     bursts = Bursts(rig)
     bursts.start()
@@ -365,11 +379,289 @@ def test_hook_missing():
                                   cut["cpu.shares"], mode[0][:60], r.returncode, took, refused[0][:80]))
 
 
+def wait_for(what, cond, timeout, proc=None, step=0.2):
+    """Poll cond() until true; a dead daemon or the timeout fails the test."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if proc is not None and proc.poll() is not None:
+            raise tw.TestFailure("%s: tailwarden run exited %s" % (what, proc.returncode))
+        if time.monotonic() > deadline:
+            raise tw.TestFailure("%s: not within %.0f s" % (what, timeout))
+        time.sleep(step)
+
+
+def json_lines(path, settled=True):
+    """Every line of a decision log file parsed; a line that is not JSON fails the test.
+    settled=False: the daemon may be writing, a last line without its newline is skipped."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except FileNotFoundError:
+        text = ""
+    if not settled and not text.endswith("\n"):
+        text = text[:text.rfind("\n") + 1]
+    out = []
+    for n, line in enumerate(text.split("\n")[:-1], 1):
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            raise tw.TestFailure("%s:%d is not JSON: %r" % (path, n, line[:200]))
+    check(text == "" or text.endswith("\n"), "%s ends in a partial line: %r" % (path, text[-80:]))
+    return out
+
+
+def add_config(rig, text):
+    with open(rig.conf, "a") as f:
+        f.write(text)
+
+
+def stop_and_check_restored(rig, orig, what):
+    rc = rig.stop_tailwarden()
+    check(rc == 0, "%s: exit status %s after SIGTERM: %s" % (what, rc, colo.readf(rig.runlog, "")[-600:]))
+    now = rig.knob_files()
+    check(now == orig, "%s: knobs not restored: %s, originally %s" % (what, now, orig))
+
+
+def test_log_rotation():
+    """DecisionLogMaxSize=1K on a busy controller: rotated, bounded, every line JSON."""
+    limit, rotations = 1024, 3
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="logrot") as sess:
+        rig, _, bursts = busy_rig(sess, "logrot", factor=1.5)
+        try:
+            rig.write_config(tag="logrot")
+            add_config(rig, "DecisionLogMaxSize=1K\n")
+            orig = rig.knob_files()
+            log, old = rig.decisions, rig.decisions + ".1"
+            rig.start_tailwarden()
+            inodes, longest, over, t0 = set(), 0, [], time.monotonic()
+            # Watch it: sizes at every poll, and the distinct files FILE.1 has been.
+            while len(inodes) < rotations and time.monotonic() - t0 < 120:
+                check(rig.tw.poll() is None, "tailwarden run exited: %s" % colo.readf(rig.runlog, "")[-600:])
+                for path in (log, old):
+                    try:
+                        st = os.stat(path)
+                    except FileNotFoundError:
+                        continue
+                    if path == old:
+                        inodes.add(st.st_ino)
+                    for d in json_lines(path, settled=False):
+                        longest = max(longest, len(json.dumps(d, separators=(",", ":"))) + 1)
+                    if st.st_size > limit:
+                        over.append((path, st.st_size))
+                time.sleep(0.1)
+            check(len(inodes) >= rotations, "the decision log was rotated %d times in 120 s (limit %d bytes; "
+                  "%d lines in FILE; target %d us); the log ends: %s"
+                  % (len(inodes), limit, len(json_lines(log, settled=False)), rig.target,
+                     colo.readf(rig.runlog, "")[-1500:]))
+        finally:
+            bursts.stop()
+        stop_and_check_restored(rig, orig, "log_rotation")
+        lines = json_lines(log) + json_lines(old)
+        longest = max([longest] + [len(json.dumps(d, separators=(",", ":"))) + 1 for d in lines])
+        # Over the limit only by a line longer than the limit itself.
+        for path, size in over + [(log, os.path.getsize(log)), (old, os.path.getsize(old))]:
+            check(size <= max(limit, longest), "%s was %d bytes, limit %d, longest line %d"
+                  % (path, size, limit, longest))
+        check(not os.path.exists(log + ".2"), "a %s.2 appeared" % log)
+        check(all(d.get("service") in ("batch", "scan") for d in lines), "unexpected lines: %s" % lines)
+        return ("%d rotations in %.0f s at DecisionLogMaxSize=1K; FILE %d and FILE.1 %d bytes at the end, "
+                "longest line %d bytes, %d polls over the limit; all %d lines JSON; knobs restored"
+                % (len(inodes), time.monotonic() - t0, os.path.getsize(log) if os.path.exists(log) else 0,
+                   os.path.getsize(old), longest, len(over), len(lines)))
+
+
+def test_log_reopen():
+    """The decision log moved aside, SIGHUP: new lines in a new file, none in the old."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="logreo") as sess:
+        rig, _, bursts = busy_rig(sess, "logreo", factor=1.5)
+        try:
+            rig.write_config(tag="logreo")
+            orig = rig.knob_files()
+            log, aside = rig.decisions, rig.decisions + ".moved"
+            rig.start_tailwarden()
+            wait_for("a first decision", lambda: json_lines(log, settled=False), 30, rig.tw)
+            os.rename(log, aside)
+            t_hup = time.time()
+            rig.tw.send_signal(signal.SIGHUP)
+            wait_for("'reopened the decision log' in the log",
+                     lambda: "reopened the decision log" in colo.readf(rig.runlog, ""), 10, rig.tw)
+            n_aside = len(json_lines(aside))
+            wait_for("a decision in the new file", lambda: json_lines(log, settled=False), 40, rig.tw)
+            time.sleep(2)
+            new = json_lines(log, settled=False)
+            later = len(json_lines(aside))
+            check(later == n_aside, "%d line(s) went to the moved file after the reopen" % (later - n_aside))
+            check(all(d["ts"] >= t_hup - 0.01 for d in new), "the new file has lines from before the SIGHUP: %s"
+                  % [d["ts"] for d in new])
+            check(os.stat(log).st_ino != os.stat(aside).st_ino, "the same file")
+        finally:
+            bursts.stop()
+        stop_and_check_restored(rig, orig, "log_reopen")
+        return "%d line(s) in the moved file, %d in the new one after SIGHUP; knobs restored" % (later, len(new))
+
+
+def test_log_full():
+    """The decision log on a full tmpfs: lost lines counted, control goes on, restored on SIGTERM."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="logfull") as sess:
+        rig, _, bursts = busy_rig(sess, "logfull", factor=1.5)
+        try:
+            rig.write_config(tag="logfull")
+            mnt = sess.tmpdir("logfull-mnt")
+            log = os.path.join(mnt, "decisions.jsonl")
+            text = colo.readf(rig.conf).replace("DecisionLog=%s\n" % rig.decisions, "DecisionLog=%s\n" % log)
+            with open(rig.conf, "w") as f:
+                f.write(text)
+            state = os.path.join(os.path.dirname(rig.conf), "state")
+            orig = rig.knob_files()
+            rig.runlog = os.path.join(os.path.dirname(rig.conf), "run.log")
+            # A tmpfs of 64 KiB, filled, seen only by the daemon (a private mount namespace).
+            script = ("mount -t tmpfs -o size=64k,mode=0700 tailwarden-test-full %s && "
+                      "{ dd if=/dev/zero of=%s/fill bs=4k 2>/dev/null; true; } && "
+                      "exec %s run --config %s --policies %s"
+                      % (mnt, mnt, tw.TAILWARDEN, rig.conf, rig.policies))
+            rig.tw = sess.spawn(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+                                stdout=open(rig.runlog, "w"), stderr=subprocess.STDOUT)
+            wait_for("tailwarden run starting", lambda: "running:" in colo.readf(rig.runlog, ""), 30, rig.tw)
+            inside = "/proc/%d/root%s" % (rig.tw.pid, mnt)
+            check(os.path.exists(os.path.join(inside, "fill")), "the tmpfs was not filled")
+            check(not os.path.exists(os.path.join(mnt, "fill")), "the tmpfs is visible outside its namespace")
+            wait_for("a failed decision log write in the log",
+                     lambda: "Failed to write the decision log" in colo.readf(rig.runlog, ""), 40, rig.tw)
+
+            def status():
+                try:
+                    with open(os.path.join(state, "status.json")) as f:
+                        return json.load(f)
+                except (OSError, ValueError):
+                    return None
+
+            lost = wait_for("decision_log_lost >= 3 in status.json",
+                            lambda: (status() or {}).get("decision_log_lost", 0) >= 3 and status(), 40, rig.tw)
+            changed = wait_for("a knob changed while the log is full",
+                               lambda: rig.knob_files() != orig, 30, rig.tw)
+            check(os.path.getsize(os.path.join(inside, "decisions.jsonl")) == 0,
+                  "lines were written to the full file: %d bytes" % os.path.getsize(os.path.join(inside, "decisions.jsonl")))
+            # Room again: the log is written again after its back-off.
+            os.unlink(os.path.join(inside, "fill"))
+            t_free = time.time()
+            wait_for("'written again' in the log",
+                     lambda: "is written again" in colo.readf(rig.runlog, ""), 60, rig.tw)
+            lines = wait_for("lines in the log", lambda: json_lines(os.path.join(inside, "decisions.jsonl"),
+                                                                   settled=False), 30, rig.tw)
+            check(all(d["ts"] >= t_free - 0.01 for d in lines), "lines from before the room was made")
+            said = [l for l in colo.readf(rig.runlog, "").splitlines() if "decision log" in l]
+            check(len(said) <= 6, "the lost lines were said %d times: %s" % (len(said), said))
+        finally:
+            bursts.stop()
+        stop_and_check_restored(rig, orig, "log_full")
+        return ("%d lines lost while full (status.json), control went on (%s), written again after the room "
+                "was made; %d log lines about it; knobs restored"
+                % (lost["decision_log_lost"], "knobs changed" if changed else "?", len(said)))
+
+
+def test_knob_fail_log():
+    """A quota write failing every try: logged with back-off, and once when it recovers."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="kfail") as sess:
+        web, be = sess.cgroup("web"), sess.cgroup("be")
+        batch = sess.cgroup("be/batch")
+        be_cpu = os.path.join(tw.CGROUP_FS, "cpu", be.rel.lstrip("/"))
+        quota = os.path.join(tw.CGROUP_FS, "cpu", batch.rel.lstrip("/"), "cpu.cfs_quota_us")
+
+        def set_parent(v):
+            with open(os.path.join(be_cpu, "cpu.cfs_quota_us"), "w") as f:
+                f.write(str(v))
+
+        # On v1 a child's quota above its parent's is EINVAL: be gets 1% of a CPU.
+        set_parent(1000)
+        nginx = sess.nginx(web, cpu=colo.SERVER_CPU)
+        sess.loadgen("http", nginx.port, 2000, 3600, cpu=colo.CLIENT_CPU, background=True)
+        sess.spawn(["stress-ng", "--cpu", "1", "--timeout", "300", "-q"], cgroup=batch,
+                   cpu=colo.SERVER_CPU, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        d = sess.tmpdir("kfail")
+        pol = os.path.join(d, "policies")
+        os.makedirs(pol)
+        with open(os.path.join(pol, "web.policy"), "w") as f:
+            f.write("[Service]\nCgroup=%s\nClass=latency-critical\n[Objective]\nPercentile=99\n"
+                    "Target=1us\nMinRequests=100\nWindow=500ms\n" % web.rel)
+        with open(os.path.join(pol, "batch.policy"), "w") as f:
+            f.write("[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\nCPUQuota=5%%..max\n" % batch.rel)
+        conf = os.path.join(d, "tailwarden.conf")
+        decisions = os.path.join(d, "decisions.jsonl")
+        with open(conf, "w") as f:
+            f.write("[Controller]\nPeriod=250ms\nStateDir=%s\nDecisionLog=%s\nMetrics=no\n"
+                    % (os.path.join(d, "state"), decisions))
+        orig = colo.readf(quota)
+        runlog = os.path.join(d, "run.log")
+        p = sess.spawn([tw.TAILWARDEN, "run", "--config", conf, "--policies", pol],
+                       stdout=open(runlog, "w"), stderr=subprocess.STDOUT)
+
+        def failed():
+            return [x for x in json_lines(decisions, settled=False) if x["error"]]
+
+        wait_for("9 failed quota writes", lambda: len(failed()) >= 9, 90, p)
+        n_failed = len(failed())
+        said = [l for l in colo.readf(runlog, "").splitlines() if "Failed to set" in l]
+        check(said, "no failure was logged: %s" % colo.readf(runlog, "")[-800:])
+        check(len(said) <= 1 + n_failed.bit_length(), "%d failures logged %d times: %s"
+              % (n_failed, len(said), said))
+        check(any("times in a row" in l for l in said), "no 'times in a row' line: %s" % said)
+        check(colo.readf(quota) == orig, "the quota changed: %s" % colo.readf(quota))
+        # Room in the parent: the next try succeeds, and that is said once.
+        set_parent(-1)
+        wait_for("'written again' in the log",
+                 lambda: "written again after" in colo.readf(runlog, ""), 30, p)
+        check(colo.readf(quota) != orig, "the quota was not written after the parent's limit went")
+        rc = sess.stop(p, signal.SIGTERM, timeout=15)
+        check(rc == 0, "exit status %s after SIGTERM" % rc)
+        check(colo.readf(quota) == orig, "quota not restored: %s, originally %s" % (colo.readf(quota), orig))
+        again = [l for l in colo.readf(runlog, "").splitlines() if "written again" in l]
+        return ("%d failed writes logged in %d lines (%s); recovery said %d time(s); restored"
+                % (n_failed, len(said), said[-1].split(": ", 1)[-1][:120], len(again)))
+
+
+def test_sigpipe():
+    """stderr a pipe whose reader went away: still controlling, restores on SIGTERM, exit 0."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="sigpipe") as sess:
+        rig, _, bursts = busy_rig(sess, "sigpipe", factor=1.5)
+        try:
+            rig.write_config(tag="sigpipe")
+            orig = rig.knob_files()
+            argv = [tw.TAILWARDEN, "run", "--config", rig.conf, "--policies", rig.policies]
+            p = sess.spawn(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            seen, deadline = b"", time.monotonic() + 30
+            while b"running:" not in seen:
+                check(time.monotonic() < deadline and p.poll() is None,
+                      "tailwarden run did not start: %s" % seen.decode(errors="replace"))
+                seen += os.read(p.stderr.fileno(), 4096)
+            p.stderr.close()  # the only reader: every later log line is EPIPE
+            rig.tw = p
+            wait_for("a knob changed (and logged) after the pipe closed",
+                     lambda: rig.knob_files() != orig, 30, p)
+            time.sleep(3)
+            check(p.poll() is None, "tailwarden run died with the pipe closed: %s" % p.returncode)
+            n = len(rig.decisions_list())
+        finally:
+            bursts.stop()
+        rc = sess.stop(p, signal.SIGTERM, timeout=15)
+        rig.tw = None
+        check(rc == 0, "exit status %s after SIGTERM with stderr closed" % rc)
+        check(rig.knob_files() == orig, "knobs not restored: %s, originally %s" % (rig.knob_files(), orig))
+        return "kept running with stderr's reader gone (%d decisions), exit 0 on SIGTERM, knobs restored" % n
+
+
 TESTS = [
     ("kill9_restore", test_kill9_restore),
     ("be_removed", test_be_removed),
     ("bad_state", test_bad_state),
     ("hook_missing", test_hook_missing),
+    ("log_rotation", test_log_rotation),
+    ("log_reopen", test_log_reopen),
+    ("log_full", test_log_full),
+    ("knob_fail_log", test_knob_fail_log),
+    ("sigpipe", test_sigpipe),
 ]
 
 

@@ -298,14 +298,14 @@ static const struct file_case file_cases[] = {
 	  .files = { { "tw.conf",
 		       "# tailwarden\n[Controller]\nPeriod=500ms\nDryRun=yes\nPoliciesDir=/srv/tw/policies/\n"
 		       "StateDir=/var/lib/tw\nDecisionLog=/var/log/tw.jsonl\nCgroupBase=/sys/fs/cgroup/unified\n"
-		       "Metrics=[::1]:9100\n" } },
+		       "Metrics=[::1]:9100\nDecisionLogMaxSize=1.5M\n" } },
 	  .summary = { "tw.conf: period 500ms, dry-run yes, policies /srv/tw/policies, state /var/lib/tw, "
-		       "decision log /var/log/tw.jsonl, cgroup base /sys/fs/cgroup/unified, metrics [::1]:9100" } },
+		       "decision log /var/log/tw.jsonl (max 1536K), cgroup base /sys/fs/cgroup/unified, metrics [::1]:9100" } },
 	{ "config: defaults for what is left out; the decision log follows StateDir=",
 	  .config = true,
 	  .files = { { "tw.conf", "[Controller]\nStateDir=/tmp/tw\n" } },
 	  .summary = { "tw.conf: period 1s, dry-run no, policies /etc/tailwarden/policies.d, state /tmp/tw, "
-		       "decision log /tmp/tw/decisions.jsonl, cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477" } },
+		       "decision log /tmp/tw/decisions.jsonl (max 16M), cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477" } },
 	{ "config: bad values",
 	  .config = true,
 	  .files = { { "tw.conf",
@@ -541,6 +541,7 @@ static void test_config_defaults(void **state)
 	assert_string_equal(c->state_dir, "/run/tailwarden");
 	assert_string_equal(c->decision_log, "/run/tailwarden/decisions.jsonl");
 	assert_string_equal(c->cgroup_base, "/sys/fs/cgroup");
+	assert_int_equal(c->decision_log_max_size, 16 << 20);
 	config_free(c);
 	config_free(NULL);
 	policy_set_free(NULL);
@@ -722,7 +723,7 @@ static void test_check_command(void **state)
 	fclose(f);
 	assert_int_equal(run_check(&out, &err, "tw.conf", NULL), 0);
 	assert_true(asprintf(&want, "tw.conf: period 1s, dry-run yes, policies %s/d, state /run/tailwarden, "
-			     "decision log /run/tailwarden/decisions.jsonl, cgroup base /sys/fs/cgroup, "
+			     "decision log /run/tailwarden/decisions.jsonl (max 16M), cgroup base /sys/fs/cgroup, "
 			     "metrics 127.0.0.1:9477\n"
 			     "batch: best-effort /be.slice/batch.service; limits: CPUQuota 10%%..200%%\n"
 			     "web: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); "
@@ -918,6 +919,93 @@ static void test_integers_and_booleans(void **state)
 	assert_string_equal(why, "expected yes or no");
 }
 
+static void test_sizes(void **state)
+{
+	static const struct {
+		const char *s;
+		uint64_t bytes;
+	} good[] = {
+		{ "0", 0 }, { "4096", 4096 }, { "100B", 100 }, { "512K", 512 << 10 }, { "512k", 512 << 10 },
+		{ "16M", 16 << 20 }, { "16 M", 16 << 20 }, { "1.5G", 3ULL << 29 }, { "2T", 2ULL << 40 },
+		{ "0.5K", 512 },
+	};
+	static const struct {
+		const char *s, *why;
+	} bad[] = {
+		{ "", "expected a size, e.g. 16M" },
+		{ "M", "expected a size, e.g. 16M" },
+		{ "-1M", "expected a size, e.g. 16M" },
+		{ "16MB", "unknown unit 'MB'; expected bytes or K, M, G, T (powers of 1024)" },
+		{ "16 Mi", "unknown unit 'Mi'; expected bytes or K, M, G, T (powers of 1024)" },
+		{ "1e3", "unknown unit 'e3'; expected bytes or K, M, G, T (powers of 1024)" },
+		{ "9000000T", "size too large" },
+	};
+	static const struct {
+		uint64_t bytes;
+		const char *s;
+	} shown[] = { { 0, "0" }, { 1000, "1000" }, { 1024, "1K" }, { 1536 << 10, "1536K" },
+		      { 16 << 20, "16M" }, { 1ULL << 30, "1G" }, { 5ULL << 40, "5T" }, { 1ULL << 50, "1024T" } };
+	char why[UNIT_WHY_MAX], buf[32];
+	uint64_t b;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		assert_int_equal(unit_parse_size(good[i].s, &b, why), 0);
+		assert_true(b == good[i].bytes);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		assert_int_equal(unit_parse_size(bad[i].s, &b, why), -EINVAL);
+		assert_string_equal(why, bad[i].why);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(shown); i++) {
+		unit_format_size(shown[i].bytes, buf, sizeof(buf));
+		assert_string_equal(buf, shown[i].s);
+	}
+}
+
+/* DecisionLogMaxSize=: a size of at least 1K, or 0/infinity for no limit. */
+static void test_config_max_size(void **state)
+{
+	static const struct {
+		const char *v;
+		uint64_t bytes;
+		const char *err;
+	} cases[] = {
+		{ "1M", 1 << 20, NULL },
+		{ "1K", 1024, NULL },
+		{ "0", 0, NULL },
+		{ "infinity", 0, NULL },
+		{ "1000", 0, "tw.conf:2: DecisionLogMaxSize=1000: below the minimum of 1K (0 or infinity: no limit)" },
+		{ "lots", 0, "tw.conf:2: DecisionLogMaxSize=lots: expected a size, e.g. 16M" },
+	};
+	char text[128], buf[512];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct policy_errors errs = { 0 };
+		struct tw_config *c = NULL;
+		FILE *f = fopen("tw.conf", "w");
+
+		assert_non_null(f);
+		snprintf(text, sizeof(text), "[Controller]\nDecisionLogMaxSize=%s\n", cases[i].v);
+		fputs(text, f);
+		fclose(f);
+		if (!cases[i].err) {
+			assert_int_equal(config_load("tw.conf", &c, &errs), 0);
+			assert_true(c->decision_log_max_size == cases[i].bytes);
+			config_describe(c, buf, sizeof(buf));
+			assert_non_null(strstr(buf, c->decision_log_max_size ? "(max " : "(max infinity)"));
+			config_free(c);
+		} else {
+			assert_int_equal(config_load("tw.conf", &c, &errs), -EINVAL);
+			assert_int_equal(errs.n, 1);
+			snprintf(buf, sizeof(buf), "%s:%u: %s", errs.v[0].file, errs.v[0].line, errs.v[0].msg);
+			assert_string_equal(buf, cases[i].err);
+		}
+		policy_errors_clear(&errs);
+	}
+}
+
 static const struct unit_range_spec pct = {
 	unit_parse_percent_bound, unit_format_percent, 0.01, 1000, true,
 };
@@ -1019,11 +1107,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_policy_fields, case_setup, case_teardown),
 		cmocka_unit_test_setup_teardown(test_errors_print, case_setup, case_teardown),
 		cmocka_unit_test_setup_teardown(test_check_command, case_setup, case_teardown),
+		cmocka_unit_test_setup_teardown(test_config_max_size, case_setup, case_teardown),
 		cmocka_unit_test(test_config_defaults),
 		cmocka_unit_test(test_examples),
 	};
 	const struct CMUnitTest unit_tests[] = {
 		cmocka_unit_test(test_durations),
+		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_percents),
 		cmocka_unit_test(test_frequencies),
 		cmocka_unit_test(test_percentiles),
