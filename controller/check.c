@@ -119,7 +119,7 @@ static int print_summary(const struct check *ck)
 		if (!line)
 			return -ENOMEM;
 		config_describe(ck->cfg, line, n + 1);
-		printf("%s\n", line);
+		printf("%s\n", log_make_printable(line));
 		free(line);
 	}
 	for (size_t i = 0; ck->set && i < ck->set->n; i++) {
@@ -128,7 +128,7 @@ static int print_summary(const struct check *ck)
 		if (!line)
 			return -ENOMEM;
 		policy_describe(&ck->set->v[i], line, n + 1);
-		printf("%s\n", line);
+		printf("%s\n", log_make_printable(line));
 		free(line);
 	}
 	return 0;
