@@ -85,9 +85,11 @@ static int restore_dir(const char *dir, const char *cgroup_base)
 	}
 	if (r == 0 && !left)
 		printf("nothing to restore: no knob recorded in %s/" TW_STATE_FILE "\n", name);
+	else if (!left)
+		printf("restored %d knob(s) recorded in %s/" TW_STATE_FILE "\n", r, name);
 	else
-		printf("restored %d knob(s) recorded in %s/" TW_STATE_FILE "%s\n", r, name,
-		       left ? "; left alone the ones changed by someone else since (above)" : "");
+		printf("restored %d knob(s) recorded in %s/" TW_STATE_FILE
+		       "; left %d alone (changed by someone else since)\n", r, name, left);
 	return 0;
 }
 
