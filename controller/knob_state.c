@@ -752,7 +752,9 @@ int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
 		struct json_object *e = json_object_array_get_idx(s->knobs, i);
 
 		why[0] = '\0';
-		if (cgroup_base && !same_base(str_of(e, "cgroup_base"), cgroup_base)) {
+		/* A frequency record names CPUs, not files under a root: no root to check. */
+		if (cgroup_base && !same_base(str_of(e, "cgroup_base"), cgroup_base) &&
+		    strcmp(str_of(e, "knob"), knob_kind_name(KNOB_CPU_FREQ))) {
 			snprintf(why, sizeof(why), "recorded for the cgroup root %s, not CgroupBase=%s; refusing it",
 				 str_of(e, "cgroup_base"), cgroup_base);
 			r = -EXDEV;

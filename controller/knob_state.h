@@ -92,8 +92,9 @@ int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *
  * the file then keeps only what failed). A cgroup that vanished is skipped
  * (counted as restored: nothing to undo). A knob whose files no longer
  * hold what we wrote last was changed by someone else: left alone and
- * dropped (not counted). With cgroup_base, a record for another cgroup
- * root is refused (a failure, kept). Every snapshot is checked as
+ * dropped (not counted). With cgroup_base, a record of cgroup files for
+ * another cgroup root is refused (a failure, kept); a frequency record
+ * names CPUs, not files, and is restored whatever its root. Every snapshot is checked as
  * knob_snapshot_restore() says. The state stays usable.
  */
 int knob_state_restore_all(struct knob_state *s, const char *cgroup_base);
