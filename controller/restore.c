@@ -125,12 +125,18 @@ int cmd_restore(int argc, char **argv)
 		log_error("unexpected argument '%s'; try 'tailwarden restore --help'", argv[optind]);
 		return 1;
 	}
-	/* The same config as run's: its StateDir=, and its CgroupBase= bounds what is written. */
-	if (daemon_load_config(config, TW_CONFIG_PATH, &cfg))
-		return 1;
-	if (!dir)
-		dir = cfg->state_dir;
-	r = restore_dir(dir, cfg->cgroup_base);
+	/*
+	 * The same config as run's: its StateDir=, and its CgroupBase= bounds
+	 * what is written. With --state-dir and no --config, a default config
+	 * that does not load (written for an older version, say) must not
+	 * stand between a crashed host and its restore: the built-in root it is.
+	 */
+	if (daemon_load_config(config, TW_CONFIG_PATH, &cfg)) {
+		if (!dir || config)
+			return 1;
+		log_warning("restoring with the built-in CgroupBase=" TW_CGROUP_BASE " instead");
+	}
+	r = restore_dir(dir ? dir : cfg->state_dir, cfg ? cfg->cgroup_base : TW_CGROUP_BASE);
 	config_free(cfg);
 	return r;
 }
