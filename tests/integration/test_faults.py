@@ -361,60 +361,69 @@ def test_admin_change():
             rig.write_config(tag="admin")
             state = os.path.join(os.path.dirname(rig.conf), "state")
             orig = rig.knob_files()
-            shares = os.path.join(tw.CGROUP_FS, "cpu", rig.batch.rel.lstrip("/"), "cpu.shares")
+            cgs = {"batch": rig.batch, "scan": rig.scan}
 
-            def batch_weight():
-                """batch's cpu.weight record, when its file holds what it says we wrote."""
+            def shares_of(name):
+                return os.path.join(tw.CGROUP_FS, "cpu", cgs[name].rel.lstrip("/"), "cpu.shares")
+
+            def cut_weight():
+                """(name, written) of a best-effort cpu.weight record whose file holds what we wrote."""
                 try:
                     with open(os.path.join(state, "state.json")) as f:
                         knobs = json.load(f)["knobs"]
                 except (OSError, ValueError):
                     return None
                 for k in knobs:
-                    if k["cgroup"] == rig.batch.rel and k["knob"] == "cpu.weight":
-                        files = k["snapshot"]["files"]
-                        if "written" in files[0] and files[0]["written"] == colo.readf(shares).strip():
-                            return files[0]["written"]
+                    for name, cg in cgs.items():
+                        if k["cgroup"] != cg.rel or k["knob"] != "cpu.weight":
+                            continue
+                        f0 = k["snapshot"]["files"][0]
+                        if "written" in f0 and f0["written"] == colo.readf(shares_of(name)):
+                            return name, f0["written"]
                 return None
 
-            wrote = None
+            cut = None
             for attempt in range(3):
                 rig.start_tailwarden()
-                deadline = time.monotonic() + 30
-                while batch_weight() is None and time.monotonic() < deadline:
+                deadline = time.monotonic() + 45
+                while cut_weight() is None and time.monotonic() < deadline:
                     time.sleep(0.1)
                 rig.tw.kill()
                 rig.tw.wait(10)
                 rig.tw = None
                 # Killed between a write and its record: try again (a restart keeps the originals).
-                wrote = batch_weight()
-                if wrote is not None:
+                cut = cut_weight()
+                if cut is not None:
                     break
-            check(wrote is not None, "batch's weight was never cut and recorded in 3 runs")
+                info("attempt %d: no weight cut and recorded; run log: %s"
+                     % (attempt + 1, (colo.readf(rig.runlog) or "")[-500:]))
+            check(cut is not None, "no best-effort weight was cut and recorded in 3 runs of 45 s")
         finally:
             bursts.stop()
+        name, wrote = cut
+        shares = shares_of(name)
         mine = "555" if wrote != "555" else "556"
         with open(shares, "w") as f:
             f.write(mine)
-        info("the daemon wrote cpu.shares %s (originally %s); the administrator writes %s"
-             % (wrote, orig["batch"]["cpu.shares"], mine))
+        info("the daemon wrote %s's cpu.shares %s (originally %s); the administrator writes %s"
+             % (name, wrote, orig[name]["cpu.shares"], mine))
         r = restore(state)
         info("restore -> %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
         check(r.returncode == 0, "restore exited %d: %s" % (r.returncode, r.stderr))
         said = [line.strip() for line in r.stdout.splitlines() if "left alone:" in line]
-        check(len(said) == 1 and "cpu.weight of %s" % rig.batch.rel in said[0]
+        check(len(said) == 1 and "cpu.weight of %s" % cgs[name].rel in said[0]
               and "changed by someone else since" in said[0] and mine in said[0],
-              "restore does not say it left batch's weight alone: %s" % r.stdout)
+              "restore does not say it left %s's weight alone: %s" % (name, r.stdout))
         check("left 1 alone" in r.stdout, "the summary does not count it: %s" % r.stdout)
-        check(colo.readf(shares).strip() == mine, "the administrator's cpu.shares %s became %s"
-              % (mine, colo.readf(shares).strip()))
+        check(colo.readf(shares) == mine, "the administrator's cpu.shares %s became %s"
+              % (mine, colo.readf(shares)))
         now = rig.knob_files()
         want = json.loads(json.dumps(orig))
-        want["batch"]["cpu.shares"] = mine
+        want[name]["cpu.shares"] = mine
         check(now == want, "after restore %s, want %s" % (now, want))
         check(not os.path.exists(os.path.join(state, "state.json")), "the state file is left behind")
-        return "the daemon wrote cpu.shares %s, the administrator %s: left alone and said so (%s); " \
-               "every other knob back" % (wrote, mine, said[0][:120])
+        return "the daemon wrote %s's cpu.shares %s, the administrator %s: left alone and said so " \
+               "(%s); every other knob back" % (name, wrote, mine, said[0][:100])
 
 
 TESTS = [
