@@ -186,7 +186,8 @@ demo: deps
 # `make check`. New inputs go to .output/fuzz/corpus*, crashes to
 # .output/fuzz/crash-*.
 FUZZ_SECONDS ?= 600
-FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/config.c policies/ini.c policies/units.c
+FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/config.c policies/ini.c policies/units.c \
+	common/log.c
 $(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h common/*.h)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus

@@ -34,6 +34,22 @@ bool log_journal(void)
 	return journal;
 }
 
+char *log_make_printable(char *s)
+{
+	for (char *c = s; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	return s;
+}
+
+const char *log_printable(const char *s, char *buf, size_t len)
+{
+	if (!len)
+		return "";
+	snprintf(buf, len, "%s", s ? s : "(null)");
+	return log_make_printable(buf);
+}
+
 void log_set_max_level(int level)
 {
 	max_level = level;
@@ -50,6 +66,7 @@ static void emit(int level, const char *fmt, va_list ap, int err)
 	errno = err < 0 ? -err : err;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	errno = saved;
+	log_make_printable(msg); /* one line, no escape sequences, whatever it quotes */
 	if (strstr(fmt, "%m"))
 		err = 0; /* said already */
 	if (log_journal())

@@ -8,10 +8,22 @@
 #define TW_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <syslog.h>
 
 /* Is stderr the journal (so lines take "<N>" priority prefixes)? */
 bool log_journal(void);
+
+/*
+ * Names from outside (file names, service names, cgroup paths, what a
+ * state file says) may hold a terminal's escape bytes. log_make_printable()
+ * turns every control byte (below 0x20, and 0x7f) of s into '?' in place
+ * and returns s; log_printable() does the same into buf (truncated to len)
+ * for a string that must stay as it is. Every log line goes through the
+ * first; lines printed to stdout use the second.
+ */
+char *log_make_printable(char *s);
+const char *log_printable(const char *s, char *buf, size_t len);
 
 void log_set_max_level(int level);
 /* The prefix of lines outside the journal ("tailwarden", "tailwarden check"). */

@@ -22,13 +22,15 @@ static void help(void)
 	       "Each PATH is a policy file (NAME.policy, for the service NAME), a directory\n"
 	       "whose *.policy files are read in name order, or the main config (a name\n"
 	       "ending in .conf; at most one). All policy files given are checked as one\n"
-	       "set, as `run` would load them: a service name or cgroup in two files, and\n"
-	       "a cgroup inside another's, are errors too.\n\n"
+	       "set, as `run` would load them: a service name or cgroup in two files, a\n"
+	       "cgroup inside another's, and CPUFrequency= in more than one policy are\n"
+	       "errors too (the first such conflict of each file).\n\n"
 	       "With no policy PATH, the policies checked are those in the config's\n"
 	       "PoliciesDir=. With no PATH at all, the config is " TW_CONFIG_PATH "\n"
 	       "if it exists, else the built-in defaults (PoliciesDir=/etc/tailwarden/policies.d).\n\n"
 	       "Output: every problem found, not just the first, as FILE:LINE: message on\n"
-	       "stderr (LINE 0: the file as a whole). When there is none: the config's\n"
+	       "stderr (LINE 0: the file as a whole; at most 100, then \"N more errors not\n"
+	       "shown\"). When there is none: the config's\n"
 	       "settings on one line when a config file was read, then one line per\n"
 	       "service on stdout, e.g.\n"
 	       "  web: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); limits: CPUWeight 100..1000\n\n"
@@ -119,7 +121,7 @@ static int print_summary(const struct check *ck)
 		if (!line)
 			return -ENOMEM;
 		config_describe(ck->cfg, line, n + 1);
-		printf("%s\n", line);
+		printf("%s\n", log_make_printable(line));
 		free(line);
 	}
 	for (size_t i = 0; ck->set && i < ck->set->n; i++) {
@@ -128,7 +130,7 @@ static int print_summary(const struct check *ck)
 		if (!line)
 			return -ENOMEM;
 		policy_describe(&ck->set->v[i], line, n + 1);
-		printf("%s\n", line);
+		printf("%s\n", log_make_printable(line));
 		free(line);
 	}
 	return 0;

@@ -103,8 +103,10 @@ void daemon_log_errors(const struct policy_errors *errs)
 		policy_errors_print(errs, stderr);
 		return;
 	}
-	for (size_t i = 0; i < errs->n; i++)
+	for (size_t i = 0; i < policy_errors_shown(errs); i++)
 		fprintf(stderr, SD_ERR "%s:%u: %s\n", errs->v[i].file, errs->v[i].line, errs->v[i].msg);
+	if (errs->n > policy_errors_shown(errs))
+		fprintf(stderr, SD_ERR "%zu more errors not shown\n", errs->n - policy_errors_shown(errs));
 }
 
 void daemon_test_stall(uint64_t ticks_done)

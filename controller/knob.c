@@ -19,6 +19,7 @@
  *            saturating at 1000 (knob_io_weight_to_bfq).
  */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -28,7 +29,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "common/log.h"
 #include "controller/knob.h"
@@ -704,21 +709,244 @@ int knob_snapshot(struct knobs *k, enum knob_kind kind, struct json_object **out
 	return 0;
 }
 
-/* Only knob files below the base: a state file is not a licence to write anywhere. */
-static bool restorable_path(const char *base, const char *path)
-{
-	static const char *const names[] = {
-		"cpu.max", "cpu.weight", "io.weight", "cpu.cfs_quota_us", "cpu.cfs_period_us",
-		"cpu.shares", "blkio.bfq.weight",
-	};
-	size_t n = strlen(base);
-	const char *name = strrchr(path, '/');
+/* ------------------------------------------------------------------ */
+/* restoring a snapshot: a state file is input, not a licence to write */
 
-	if (strncmp(path, base, n) || path[n] != '/' || strstr(path, "/../") || strstr(path, "/./"))
+int knob_open_beneath(int dirfd, const char *rel, int flags, bool walk)
+{
+	struct open_how how = {
+		.flags = (unsigned)flags | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	char buf[PATH_MAX], *comp, *next;
+	struct stat st;
+	int cur = dirfd, fd;
+	long r;
+
+	/* ".." is refused even where it would stay below: a knob's path never needs it. */
+	if (!strcmp(rel, "..") || !strncmp(rel, "../", 3) || strstr(rel, "/../") ||
+	    (strlen(rel) >= 3 && !strcmp(rel + strlen(rel) - 3, "/..")))
+		return -EXDEV;
+	if (!walk) {
+		r = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+		if (r >= 0)
+			return (int)r;
+		if (errno != ENOSYS)
+			return -errno;
+	}
+	/* No openat2 (before Linux 5.6): one component at a time, none a link. */
+	if (strlen(rel) >= sizeof(buf) || rel[0] == '/')
+		return -EXDEV;
+	strcpy(buf, rel);
+	for (comp = buf;; comp = next) {
+		next = strchr(comp, '/');
+		if (next)
+			*next++ = '\0';
+		if (!*comp || !strcmp(comp, ".") || !strcmp(comp, ".."))
+			fd = -EXDEV;
+		else if (fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			fd = -errno;
+		else if (S_ISLNK(st.st_mode))
+			fd = -ELOOP;
+		else if (next)
+			fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		else
+			fd = openat(cur, comp, flags | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+		if (fd == -1)
+			fd = -errno;
+		if (cur != dirfd)
+			close(cur);
+		if (fd < 0 || !next)
+			return fd;
+		cur = fd;
+	}
+}
+
+/* Where snapshots are restored: the cgroup root, and what its files may be. */
+struct restore_root {
+	int fd;
+	size_t len;      /* of the base path */
+	bool test_tree;  /* a plain directory, not a mount: its own files count */
+	dev_t dev;
+};
+
+static bool cgroup_fs(int fd)
+{
+	struct statfs sf;
+
+	return fstatfs(fd, &sf) == 0 &&
+	       ((unsigned long)sf.f_type == CGROUP_SUPER_MAGIC ||
+		(unsigned long)sf.f_type == CGROUP2_SUPER_MAGIC);
+}
+
+/*
+ * The root's directory. On a host it is a mount point (cgroup2, or the
+ * tmpfs holding the v1 hierarchies), and every knob file must be on a
+ * cgroup file system. A tree that tests build is a plain directory
+ * inside another file system: there the files on that same file system
+ * count as knob files (and still nothing else: no other mount).
+ */
+static int root_open(const char *base, struct restore_root *rt)
+{
+	struct stat st, up;
+
+	rt->fd = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rt->fd < 0)
+		return -errno;
+	if (fstat(rt->fd, &st) < 0 || fstatat(rt->fd, "..", &up, 0) < 0) {
+		int r = -errno;
+
+		close(rt->fd);
+		return r;
+	}
+	rt->len = strlen(base);
+	rt->dev = st.st_dev;
+	rt->test_tree = !cgroup_fs(rt->fd) && st.st_dev == up.st_dev && st.st_ino != up.st_ino;
+	return 0;
+}
+
+/*
+ * A knob file below the root, opened without following any symbolic
+ * link and never above the root; then it must be a regular file on a
+ * cgroup file system (or of the test tree). -ELOOP, -EXDEV, -EMEDIUMTYPE.
+ */
+static int open_knob_file(const struct restore_root *rt, const char *rel, int flags)
+{
+	struct stat st;
+	int fd = knob_open_beneath(rt->fd, rel, flags, false), r = 0;
+
+	if (fd < 0)
+		return errno_cg(-fd);
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = -EMEDIUMTYPE;
+	else if (!cgroup_fs(fd) && !(rt->test_tree && st.st_dev == rt->dev))
+		r = -EMEDIUMTYPE;
+	if (r) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static int fd_read_line(int fd, char *buf, size_t len)
+{
+	ssize_t n = read(fd, buf, len - 1);
+
+	if (n < 0)
+		return errno_cg(errno);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+static int root_read(const struct restore_root *rt, const char *rel, char *buf, size_t len)
+{
+	int fd = open_knob_file(rt, rel, O_RDONLY), r;
+
+	if (fd < 0)
+		return fd;
+	r = fd_read_line(fd, buf, len);
+	close(fd);
+	return r;
+}
+
+static int root_write(const struct restore_root *rt, const char *rel, const char *s)
+{
+	ssize_t n;
+	int fd, r = 0;
+
+	/* O_TRUNC: harmless on cgroupfs, needed on the trees tests build. */
+	fd = open_knob_file(rt, rel, O_WRONLY | O_TRUNC);
+	if (fd < 0)
+		return fd;
+	n = write(fd, s, strlen(s));
+	if (n < 0)
+		r = errno_cg(errno);
+	else if ((size_t)n != strlen(s))
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+/* The whole of s a decimal integer (a leading '-' if neg), within lo..hi. */
+static bool int_str(const char *s, bool neg, long long lo, long long hi)
+{
+	const char *d = s + (neg && *s == '-');
+	long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)*d))
 		return false;
-	for (size_t i = 0; i < sizeof(names) / sizeof(*names); i++)
-		if (!strcmp(name + 1, names[i]))
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	return !errno && !*end && v >= lo && v <= hi;
+}
+
+#define QUOTA_MAX_US ((1LL << 44) - 1) /* the kernel's bandwidth limit */
+#define PERIOD_MIN_US 1000LL
+#define PERIOD_MAX_US 1000000LL
+
+/* Is v something file name can hold, as we would write it? */
+static bool valid_value(const char *name, const char *v)
+{
+	char a[32], b[32];
+
+	if (!strcmp(name, "cpu.max")) {
+		if (sscanf(v, "%31[^ ] %31[^ ]", a, b) != 2 || strlen(a) + strlen(b) + 1 != strlen(v))
+			return false;
+		return (!strcmp(a, "max") || int_str(a, false, QUOTA_MIN_US, QUOTA_MAX_US)) &&
+		       int_str(b, false, PERIOD_MIN_US, PERIOD_MAX_US);
+	}
+	if (!strcmp(name, "cpu.cfs_quota_us"))
+		return !strcmp(v, "-1") || int_str(v, false, QUOTA_MIN_US, QUOTA_MAX_US);
+	if (!strcmp(name, "cpu.cfs_period_us"))
+		return int_str(v, false, PERIOD_MIN_US, PERIOD_MAX_US);
+	if (!strncmp(v, "default ", 8) && (!strcmp(name, "io.weight") || !strcmp(name, "blkio.bfq.weight")))
+		v += 8;
+	if (!strcmp(name, "cpu.weight") || !strcmp(name, "io.weight"))
+		return int_str(v, false, CG_WEIGHT_MIN, CG_WEIGHT_MAX);
+	if (!strcmp(name, "cpu.shares"))
+		return int_str(v, false, CG_SHARES_MIN, CG_SHARES_MAX);
+	if (!strcmp(name, "blkio.bfq.weight"))
+		return int_str(v, false, CG_BFQ_WEIGHT_MIN, CG_BFQ_WEIGHT_MAX);
+	return false;
+}
+
+/*
+ * Is rel (below the root) a file of this knob of this cgroup: the cgroup
+ * in the v2 root or in the v1 hierarchy of the knob, and the knob's file?
+ * *name: the file's name.
+ */
+static bool knob_file_of(const char *rel, const char *cgroup, enum knob_kind kind, const char **name)
+{
+	static const struct {
+		enum knob_kind kind;
+		const char *dir, *name;
+	} files[] = {
+		{ KNOB_CPU_QUOTA, "", "cpu.max" },
+		{ KNOB_CPU_QUOTA, "cpu/", "cpu.cfs_quota_us" },
+		{ KNOB_CPU_QUOTA, "cpu/", "cpu.cfs_period_us" },
+		{ KNOB_CPU_WEIGHT, "", "cpu.weight" },
+		{ KNOB_CPU_WEIGHT, "cpu/", "cpu.shares" },
+		{ KNOB_IO_WEIGHT, "", "io.weight" },
+		{ KNOB_IO_WEIGHT, "blkio/", "blkio.bfq.weight" },
+	};
+	char want[PATH_MAX];
+
+	while (*cgroup == '/')
+		cgroup++;
+	for (size_t i = 0; i < sizeof(files) / sizeof(*files); i++) {
+		if (files[i].kind != kind)
+			continue;
+		snprintf(want, sizeof(want), "%s%s%s%s", files[i].dir, cgroup, *cgroup ? "/" : "",
+			 files[i].name);
+		if (!strcmp(rel, want)) {
+			*name = files[i].name;
 			return true;
+		}
+	}
 	return false;
 }
 
@@ -732,27 +960,30 @@ static void report(knob_report_fn fn, void *userdata, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
+	log_make_printable(line);
 	log_debug("%s", line);
 	if (fn)
 		fn(userdata, line);
 }
 
-static int restore_file(const char *path, const char *value, knob_report_fn fn, void *userdata)
+static int restore_file(const struct restore_root *rt, const char *path, const char *value,
+			knob_report_fn fn, void *userdata)
 {
+	const char *rel = path + rt->len + 1;
 	char cur[256], now[256];
 	int r;
 
-	r = read_line(path, cur, sizeof(cur));
+	r = root_read(rt, rel, cur, sizeof(cur));
 	if (r)
 		return r;
 	if (!strcmp(cur, value)) {
 		report(fn, userdata, "%s: already %s", path, value);
 		return 0;
 	}
-	r = write_str(path, value);
+	r = root_write(rt, rel, value);
 	if (r)
 		return r;
-	r = read_line(path, now, sizeof(now));
+	r = root_read(rt, rel, now, sizeof(now));
 	if (r)
 		return r;
 	if (strcmp(now, value))
@@ -784,47 +1015,151 @@ static int restore_cpu(unsigned cpu, unsigned long khz, knob_report_fn fn, void 
 	return 0;
 }
 
-int knob_snapshot_restore(const char *cgroup_base, struct json_object *snap, knob_report_fn fn,
-			  void *userdata)
+static int why_fail(char *why, size_t len, int r, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int why_fail(char *why, size_t len, int r, const char *fmt, ...)
 {
-	struct json_object *files, *cpus, *a, *b;
+	va_list ap;
+
+	if (why && len) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+		log_make_printable(why);
+	}
+	return r;
+}
+
+static int64_t int_of(struct json_object *o, const char *key, int64_t dflt)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : dflt;
+}
+
+static int cpus_restore(struct json_object *cpus, knob_report_fn fn, void *userdata, char *why,
+			size_t whylen)
+{
+	size_t n = json_object_array_length(cpus);
 	int r;
 
-	if (json_object_object_get_ex(snap, "cpus", &cpus)) {
-		for (size_t i = 0; i < json_object_array_length(cpus); i++) {
-			struct json_object *c = json_object_array_get_idx(cpus, i);
-			int64_t cpu, khz;
+	/* Each CPU still at what we wrote (or already back), else not ours any more. */
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *c = json_object_array_get_idx(cpus, i);
+		int64_t cpu = int_of(c, "cpu", -1), khz = int_of(c, "max_khz", 0);
+		int64_t wrote = int_of(c, "written_khz", 0);
+		unsigned long cur;
 
-			if (!json_object_object_get_ex(c, "cpu", &a) ||
-			    !json_object_object_get_ex(c, "max_khz", &b))
-				return -EBADMSG;
-			cpu = json_object_get_int64(a);
-			khz = json_object_get_int64(b);
-			if (cpu < 0 || cpu > 65535 || khz <= 0)
-				return -EBADMSG;
-			r = restore_cpu(cpu, khz, fn, userdata);
-			if (r)
-				return r;
-		}
-		return 0;
+		if (cpu < 0 || cpu > 65535 || khz <= 0)
+			return why_fail(why, whylen, -EBADMSG, "a CPU entry is out of range");
+		if (wrote <= 0 || knob_cpu_online(cpu) != 1 || knob_freq_get_max(cpu, &cur))
+			continue;
+		if ((int64_t)cur != wrote && (int64_t)cur != khz)
+			return why_fail(why, whylen, -ESTALE,
+					"cpu%lld scaling_max_freq is %lu kHz, we wrote %lld kHz",
+					(long long)cpu, cur, (long long)wrote);
 	}
-	if (!json_object_object_get_ex(snap, "files", &files) ||
-	    !json_object_is_type(files, json_type_array))
-		return -EBADMSG;
-	for (size_t i = 0; i < json_object_array_length(files); i++) {
-		struct json_object *f = json_object_array_get_idx(files, i);
-		const char *path, *value;
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *c = json_object_array_get_idx(cpus, i);
 
-		if (!json_object_object_get_ex(f, "path", &a) ||
-		    !json_object_object_get_ex(f, "value", &b))
-			return -EBADMSG;
-		path = json_object_get_string(a);
-		value = json_object_get_string(b);
-		if (!path || !value || !restorable_path(cgroup_base, path))
-			return -EBADMSG;
-		r = restore_file(path, value, fn, userdata);
+		r = restore_cpu(int_of(c, "cpu", 0), int_of(c, "max_khz", 0), fn, userdata);
 		if (r)
-			return r;
+			return why_fail(why, whylen, r, "cpu%lld: %s", (long long)int_of(c, "cpu", 0),
+					strerror(-r));
 	}
 	return 0;
+}
+
+int knob_snapshot_restore(const char *cgroup_base, const char *cgroup, enum knob_kind kind,
+			  struct json_object *snap, knob_report_fn fn, void *userdata,
+			  char *why, size_t whylen)
+{
+	struct json_object *files, *cpus, *a, *b, *w;
+	struct restore_root rt;
+	char base[PATH_MAX];
+	size_t n;
+	int r = 0;
+
+	if (why && whylen)
+		*why = '\0';
+	if (json_object_object_get_ex(snap, "cpus", &cpus)) {
+		if (kind != KNOB_CPU_FREQ || !json_object_is_type(cpus, json_type_array))
+			return why_fail(why, whylen, -EBADMSG, "CPUs recorded for a knob of a cgroup");
+		return cpus_restore(cpus, fn, userdata, why, whylen);
+	}
+	if (!json_object_object_get_ex(snap, "files", &files) ||
+	    !json_object_is_type(files, json_type_array) || kind == KNOB_CPU_FREQ)
+		return why_fail(why, whylen, -EBADMSG, "no files recorded");
+	if (clean_path(cgroup_base, base, sizeof(base)) || base[0] != '/' || !cgroup || cgroup[0] != '/' ||
+	    strstr(cgroup, "/../") || strstr(cgroup, "/./"))
+		return why_fail(why, whylen, -EBADMSG, "the cgroup or its base is not a clean absolute path");
+	n = json_object_array_length(files);
+	/* Every path and value checked before anything is touched. */
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *f = json_object_array_get_idx(files, i);
+		const char *path, *value, *name;
+
+		if (!json_object_object_get_ex(f, "path", &a) || !json_object_object_get_ex(f, "value", &b))
+			return why_fail(why, whylen, -EBADMSG, "a file entry without path or value");
+		path = json_object_get_string(a);
+		value = json_object_get_string(b);
+		if (!path || !value || strncmp(path, base, strlen(base)) || path[strlen(base)] != '/' ||
+		    !knob_file_of(path + strlen(base) + 1, cgroup, kind, &name))
+			return why_fail(why, whylen, -EBADMSG, "%s is not a %s file of %s under %s",
+					path ? path : "(none)", knob_kind_name(kind), cgroup, base);
+		if (!valid_value(name, value))
+			return why_fail(why, whylen, -ERANGE, "%s: '%s' is not a valid %s value", path,
+					value, name);
+		if (json_object_object_get_ex(f, "written", &w) &&
+		    (!json_object_get_string(w) || !valid_value(name, json_object_get_string(w))))
+			return why_fail(why, whylen, -ERANGE, "%s: written '%s' is not a valid %s value",
+					path, json_object_get_string(w), name);
+	}
+	r = root_open(base, &rt);
+	if (r == -ENOENT)
+		return r;
+	if (r)
+		return why_fail(why, whylen, r, "%s: %s", base, strerror(-r));
+	/* Still what we wrote last, or already back: else someone else's now. */
+	for (size_t i = 0; i < n && !r; i++) {
+		struct json_object *f = json_object_array_get_idx(files, i);
+		const char *path, *value, *wrote;
+		char cur[256];
+
+		json_object_object_get_ex(f, "path", &a);
+		json_object_object_get_ex(f, "value", &b);
+		path = json_object_get_string(a);
+		value = json_object_get_string(b);
+		r = root_read(&rt, path + rt.len + 1, cur, sizeof(cur));
+		if (r == -ENOENT)
+			break;
+		if (r)
+			break;
+		if (!json_object_object_get_ex(f, "written", &w))
+			continue;
+		wrote = json_object_get_string(w);
+		if (strcmp(cur, wrote) && strcmp(cur, value))
+			r = why_fail(why, whylen, -ESTALE, "%s is %s, we wrote %s", path, cur, wrote);
+	}
+	for (size_t i = 0; i < n && !r; i++) {
+		struct json_object *f = json_object_array_get_idx(files, i);
+		const char *path;
+
+		json_object_object_get_ex(f, "path", &a);
+		json_object_object_get_ex(f, "value", &b);
+		path = json_object_get_string(a);
+		r = restore_file(&rt, path, json_object_get_string(b), fn, userdata);
+		if (r && r != -ENOENT)
+			break;
+	}
+	close(rt.fd);
+	if (r == -ELOOP)
+		return why_fail(why, whylen, r, "a symbolic link on the way to a file of %s; not following it", cgroup);
+	if (r == -EXDEV)
+		return why_fail(why, whylen, r, "a file of %s resolves outside %s", cgroup, base);
+	if (r == -EMEDIUMTYPE)
+		return why_fail(why, whylen, r, "a file of %s is not a regular file on a cgroup file system", cgroup);
+	if (r && r != -ENOENT && r != -ESTALE)
+		return why_fail(why, whylen, r, "%s", strerror(-r));
+	return r;
 }

@@ -52,9 +52,32 @@ typedef void (*knob_report_fn)(void *userdata, const char *line);
 struct json_object;
 /* The file contents behind a knob, or the per-CPU maximum frequency. 0 or -errno. */
 int knob_snapshot(struct knobs *k, enum knob_kind kind, struct json_object **out);
-/* Write a snapshot back, verified. -ENOENT when the cgroup is gone. 0 or -errno. */
-int knob_snapshot_restore(const char *cgroup_base, struct json_object *snap,
-			  knob_report_fn fn, void *userdata);
+/*
+ * Write a snapshot of the knob kind of cgroup (relative to cgroup_base)
+ * back, verified. A snapshot comes from a file and is checked first:
+ * each path must be that knob's file of that cgroup in the v2 root or
+ * its v1 hierarchy, each value one the file can hold (-EBADMSG,
+ * -ERANGE). Files are opened from the root without following symbolic
+ * links and never above it (-ELOOP, -EXDEV), and must be regular files
+ * on a cgroup file system (-EMEDIUMTYPE; in a test tree, a plain
+ * directory not a mount point, its own files count). When the snapshot
+ * says what we last wrote ("written"), a file holding neither that nor
+ * the original was changed by someone else: nothing is written,
+ * -ESTALE. -ENOENT when the cgroup is gone. Other failures -errno. why
+ * (may be NULL) gets the reason in words, for every negative return but
+ * -ENOENT.
+ */
+int knob_snapshot_restore(const char *cgroup_base, const char *cgroup, enum knob_kind kind,
+			  struct json_object *snap, knob_report_fn fn, void *userdata,
+			  char *why, size_t whylen);
+/*
+ * Open rel below dirfd with flags, following no symbolic link and never
+ * leaving dirfd's tree: openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), or
+ * (walk, or no openat2 in the kernel) one component at a time with
+ * O_NOFOLLOW. A file descriptor, or -ELOOP (a link), -EXDEV ("..", an
+ * absolute path), -errno. Exported for tests.
+ */
+int knob_open_beneath(int dirfd, const char *rel, int flags, bool walk);
 
 /*
  * Conversions between canonical weights (v2, 1..10000) and v1 files, pure,

@@ -9,13 +9,21 @@
  *   { "version": 1,
  *     "knobs": [ { "cgroup_base": "/sys/fs/cgroup", "cgroup": "/be/hog",
  *                  "knob": "cpu.weight", "original": 100,
+ *                  "written": 10,
  *                  "snapshot": { "files": [ { "path": ".../cpu.shares",
- *                                             "value": "1024" } ] } },
+ *                                             "value": "1024", "written": "102" } ] } },
  *                { ..., "knob": "cpufreq", "original": 2000000,
  *                  "snapshot": { "cpus": [ { "cpu": 0, "max_khz": 2000000 } ] } } ] }
  *
  * "original" is in canonical units ("max" for no quota), for people; the
- * snapshot is what is written back, byte for byte. A Unit= policy's knobs
+ * snapshot is what is written back, byte for byte. "written" is what we
+ * wrote last (canonical beside "original", the file contents or
+ * "written_khz" per CPU in the snapshot): a restore puts the original
+ * back only while a file still holds that, and leaves a knob someone
+ * else changed since alone. It is dropped (back to "unknown", restored
+ * as before) just before each write and set again after it, so a crash
+ * in between never leaves our own write looking like someone else's.
+ * Records without it (older files) are restored as they are. A Unit= policy's knobs
  * are the unit's properties instead; their record names the unit, and the
  * snapshot the property and the bus it is set back on:
  *
@@ -141,7 +149,8 @@ static const char *check_record(struct json_object *e)
 			struct json_object *c = json_object_array_get_idx(list, i);
 
 			if (!json_object_is_type(c, json_type_object) ||
-			    !int_in(c, "cpu", 0, 65535) || !int_in(c, "max_khz", 1, INT32_MAX))
+			    !int_in(c, "cpu", 0, 65535) || !int_in(c, "max_khz", 1, INT32_MAX) ||
+			    (json_object_object_get_ex(c, "written_khz", &v) && !int_in(c, "written_khz", 1, INT32_MAX)))
 				return "an entry of \"snapshot.cpus\" is not {\"cpu\": 0-65535, \"max_khz\": a positive integer}";
 		}
 		return NULL;
@@ -152,7 +161,8 @@ static const char *check_record(struct json_object *e)
 		struct json_object *f = json_object_array_get_idx(list, i);
 
 		if (!json_object_is_type(f, json_type_object) || !str_of(f, "path") ||
-		    str_of(f, "path")[0] != '/' || !str_of(f, "value") || !knob_value(str_of(f, "value")))
+		    str_of(f, "path")[0] != '/' || !str_of(f, "value") || !knob_value(str_of(f, "value")) ||
+		    (json_object_object_get_ex(f, "written", &v) && (!str_of(f, "written") || !knob_value(str_of(f, "written")))))
 			return "an entry of \"snapshot.files\" is not {\"path\": an absolute path, \"value\": a short printable string}";
 	}
 	return NULL;
@@ -458,6 +468,97 @@ int knob_state_record(struct knob_state *s, const char *cgroup_base, const char 
 	return r;
 }
 
+/* Drop every "written" of a record: what the file holds is unknown now. */
+static void strip_written(struct json_object *e)
+{
+	struct json_object *snap, *list;
+
+	json_object_object_del(e, "written");
+	if (!json_object_object_get_ex(e, "snapshot", &snap))
+		return;
+	if (json_object_object_get_ex(snap, "files", &list))
+		for (size_t i = 0; i < json_object_array_length(list); i++)
+			json_object_object_del(json_object_array_get_idx(list, i), "written");
+	if (json_object_object_get_ex(snap, "cpus", &list))
+		for (size_t i = 0; i < json_object_array_length(list); i++)
+			json_object_object_del(json_object_array_get_idx(list, i), "written_khz");
+}
+
+static bool has_written(struct json_object *e)
+{
+	return json_object_object_get_ex(e, "written", NULL);
+}
+
+/* Copy what the files hold now (a fresh snapshot) into the record as "written". */
+static int mark_written(struct json_object *e, struct json_object *now, double value)
+{
+	struct json_object *snap, *list, *nlist;
+	char num[32];
+	bool cpus;
+
+	snprintf(num, sizeof(num), "%.9g", value);
+	if (json_object_object_add(e, "written", isfinite(value) ? json_object_new_double_s(value, num)
+								 : json_object_new_string("max")))
+		return -ENOMEM;
+	json_object_object_get_ex(e, "snapshot", &snap);
+	cpus = json_object_object_get_ex(snap, "cpus", &list);
+	if (!cpus && !json_object_object_get_ex(snap, "files", &list))
+		return -EBADMSG;
+	if (!json_object_object_get_ex(now, cpus ? "cpus" : "files", &nlist))
+		return -EBADMSG;
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		struct json_object *f = json_object_array_get_idx(list, i), *v, *k;
+		const char *key = cpus ? "cpu" : "path";
+
+		json_object_object_get_ex(f, key, &k);
+		for (size_t j = 0; j < json_object_array_length(nlist); j++) {
+			struct json_object *g = json_object_array_get_idx(nlist, j), *gk;
+
+			if (!json_object_object_get_ex(g, key, &gk) || !json_object_equal(k, gk) ||
+			    !json_object_object_get_ex(g, cpus ? "max_khz" : "value", &v))
+				continue;
+			if (json_object_object_add(f, cpus ? "written_khz" : "written", json_object_get(v)))
+				return -ENOMEM;
+			break;
+		}
+	}
+	return 0;
+}
+
+int knob_state_write(struct knob_state *s, const char *cgroup_base, const char *rel,
+		     enum knob_kind kind, struct knobs *k, double original, double value)
+{
+	struct json_object *e, *now;
+	int i, r;
+
+	r = knob_state_record(s, cgroup_base, rel, kind, original);
+	if (r)
+		return r;
+	i = find(s, cgroup_base, rel, kind);
+	if (i < 0)
+		return -ENOENT;
+	e = json_object_array_get_idx(s->knobs, i);
+	if (has_written(e)) {
+		strip_written(e);
+		r = save(s);
+		if (r) /* the file may still say what we wrote before: do not write */
+			return r;
+	}
+	r = knob_write(k, kind, value);
+	if (r)
+		return r;
+	/* Not on disk: the record stays "unknown" and is restored as before. */
+	if (knob_snapshot(k, kind, &now) == 0) {
+		r = mark_written(e, now, value);
+		json_object_put(now);
+		if (r || (r = save(s))) {
+			strip_written(e);
+			log_debug_errno(r, "Failed to record the value written to %s of %s: %m", knob_kind_name(kind), rel);
+		}
+	}
+	return 0;
+}
+
 int knob_state_forget(struct knob_state *s, const char *cgroup_base, const char *rel,
 		      enum knob_kind kind)
 {
@@ -571,12 +672,16 @@ static int unit_snapshot_restore(struct json_object *snap, knob_report_fn fn, vo
 	return 0;
 }
 
-static int snapshot_restore(const char *base, struct json_object *snap, knob_report_fn fn,
-			    void *userdata)
+static int snapshot_restore(struct json_object *e, knob_report_fn fn, void *userdata, char *why,
+			    size_t whylen)
 {
+	struct json_object *snap;
+
+	json_object_object_get_ex(e, "snapshot", &snap);
 	if (str_of(snap, "unit"))
 		return unit_snapshot_restore(snap, fn, userdata);
-	return knob_snapshot_restore(base, snap, fn, userdata);
+	return knob_snapshot_restore(str_of(e, "cgroup_base"), str_of(e, "cgroup"),
+				     knob_kind_from_name(str_of(e, "knob")), snap, fn, userdata, why, whylen);
 }
 
 int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *rel,
@@ -614,33 +719,66 @@ static void say(knob_report_fn fn, void *userdata, struct json_object *e, const 
 
 	snprintf(line, sizeof(line), "%s of %s: %s", str_of(e, "knob"),
 		 str_of(e, "unit") ? str_of(e, "unit") : str_of(e, "cgroup"), what);
+	log_make_printable(line);
 	log_debug("%s", line);
 	if (fn)
 		fn(userdata, line);
 }
 
-int knob_state_restore_all_report(struct knob_state *s, knob_report_fn fn, void *userdata)
+/* Are a and b the same directory path, give or take trailing slashes? */
+static bool same_base(const char *a, const char *b)
+{
+	size_t n = strlen(a), m = strlen(b);
+
+	while (n > 1 && a[n - 1] == '/')
+		n--;
+	while (m > 1 && b[m - 1] == '/')
+		m--;
+	return n == m && !strncmp(a, b, n);
+}
+
+int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
+				  knob_report_fn fn, void *userdata, int *left_alone)
 {
 	struct json_object *failed = json_object_new_array();
 	int restored = 0, first = 0, r;
+	char why[PATH_MAX + 256], what[PATH_MAX + 300];
 
 	if (!failed)
 		return -ENOMEM;
+	if (left_alone)
+		*left_alone = 0;
 	for (size_t i = 0; i < json_object_array_length(s->knobs); i++) {
-		struct json_object *e = json_object_array_get_idx(s->knobs, i), *snap;
+		struct json_object *e = json_object_array_get_idx(s->knobs, i);
 
-		json_object_object_get_ex(e, "snapshot", &snap);
-		r = snapshot_restore(str_of(e, "cgroup_base"), snap, fn, userdata);
+		why[0] = '\0';
+		/* A frequency record names CPUs, not files under a root: no root to check. */
+		if (cgroup_base && !same_base(str_of(e, "cgroup_base"), cgroup_base) &&
+		    strcmp(str_of(e, "knob"), knob_kind_name(KNOB_CPU_FREQ))) {
+			snprintf(why, sizeof(why), "recorded for the cgroup root %s, not CgroupBase=%s; refusing it",
+				 str_of(e, "cgroup_base"), cgroup_base);
+			r = -EXDEV;
+		} else {
+			r = snapshot_restore(e, fn, userdata, why, sizeof(why));
+		}
 		if (r == -ENOENT) {
 			say(fn, userdata, e, str_of(e, "unit") ? "unit gone, nothing to restore"
 							       : "cgroup gone, nothing to restore");
 			r = 0;
 		}
+		if (r == -ESTALE) {
+			snprintf(what, sizeof(what), "left alone: changed by someone else since (%s)", why);
+			say(fn, userdata, e, what);
+			if (left_alone)
+				(*left_alone)++;
+			continue;
+		}
 		if (!r) {
 			restored++;
 			continue;
 		}
-		say(fn, userdata, e, strerror(-r));
+		snprintf(what, sizeof(what), "not restored: knobs[%zu]: %s", i, why[0] ? why : strerror(-r));
+		say(fn, userdata, e, what);
 		if (!first)
 			first = r;
 		if (json_object_array_add(failed, json_object_get(e))) {
@@ -655,7 +793,7 @@ int knob_state_restore_all_report(struct knob_state *s, knob_report_fn fn, void 
 	return first ? first : r ? r : restored;
 }
 
-int knob_state_restore_all(struct knob_state *s)
+int knob_state_restore_all(struct knob_state *s, const char *cgroup_base)
 {
-	return knob_state_restore_all_report(s, NULL, NULL);
+	return knob_state_restore_all_report(s, cgroup_base, NULL, NULL, NULL);
 }

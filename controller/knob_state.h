@@ -50,6 +50,17 @@ int knob_state_parse(const char *text, size_t len, const char *name, struct json
 int knob_state_record(struct knob_state *s, const char *cgroup_base, const char *rel,
 		      enum knob_kind kind, double original);
 /*
+ * Record the original (as knob_state_record()), write value with
+ * knob_write(), and record what the files hold after it as "written", so
+ * that a restore after a crash can tell our last write from someone
+ * else's change. The state file is rewritten before the write (dropping
+ * the previous "written") and after it. 0 or -errno of the record or the
+ * write (a failure to record "written" only leaves the knob restorable
+ * as before, and is not one).
+ */
+int knob_state_write(struct knob_state *s, const char *cgroup_base, const char *rel,
+		     enum knob_kind kind, struct knobs *k, double original, double value);
+/*
  * Drop the record of (cgroup rel, kind): someone else changed the knob
  * after us, so it is theirs now and is not restored. 0 or -errno.
  */
@@ -79,10 +90,20 @@ int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *
  * Restore every recorded original and remove the state file. Returns the
  * number restored, or -errno of the first failure (the rest still tried;
  * the file then keeps only what failed). A cgroup that vanished is skipped
- * (counted as restored: nothing to undo). The state stays usable.
+ * (counted as restored: nothing to undo). A knob whose files no longer
+ * hold what we wrote last was changed by someone else: left alone and
+ * dropped (not counted). With cgroup_base, a record of cgroup files for
+ * another cgroup root is refused (a failure, kept); a frequency record
+ * names CPUs, not files, and is restored whatever its root. Every snapshot is checked as
+ * knob_snapshot_restore() says. The state stays usable.
  */
-int knob_state_restore_all(struct knob_state *s);
-/* Same, calling fn with one line in words per file or CPU it restored. */
-int knob_state_restore_all_report(struct knob_state *s, knob_report_fn fn, void *userdata);
+int knob_state_restore_all(struct knob_state *s, const char *cgroup_base);
+/*
+ * Same, calling fn with one line in words per file or CPU it restored,
+ * per knob left alone and per record refused; *left_alone (may be NULL)
+ * the number left alone.
+ */
+int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
+				  knob_report_fn fn, void *userdata, int *left_alone);
 
 #endif

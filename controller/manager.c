@@ -417,8 +417,8 @@ static int write_knob(struct manager *m, struct service_rt *s, const struct acti
 
 	if (!unit_knob(s, k)) {
 		snprintf(path, len, "%s", knob_path(s->knobs, k));
-		r = knob_state_record(m->state, m->cfg->cgroup_base, s->cg, k, a->old_value);
-		return r ? r : knob_write(s->knobs, k, a->new_value);
+		return knob_state_write(m->state, m->cfg->cgroup_base, s->cg, k, s->knobs, a->old_value,
+					a->new_value);
 	}
 	snprintf(path, len, "%s %s", s->p->unit, unit_property(k));
 	if (!m->bus)
@@ -738,7 +738,7 @@ static int restore(struct manager *m)
 
 	if (!m->state)
 		return 0;
-	r = knob_state_restore_all(m->state);
+	r = knob_state_restore_all(m->state, m->cfg->cgroup_base);
 	if (r < 0)
 		return log_error_errno(r, "Failed to restore some knobs (state file kept; run 'tailwarden restore')");
 	if (r > 0)

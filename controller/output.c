@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include "common/log.h"
 #include "controller/output.h"
 
 /* A double serialised with a fixed number of decimals. */
@@ -265,7 +266,7 @@ void output_table_row(FILE *f, const struct qos_sample *s, const char *path,
 		      const struct contention_sample *c, const struct diagnosis *d)
 {
 	double iv = s->interval_s > 0 ? s->interval_s : 1;
-	char rps[16], p50[16], p99[16], p999[16], in[16], out[16], idbuf[40];
+	char rps[16], p50[16], p99[16], p999[16], in[16], out[16], idbuf[40], shown[4096];
 	size_t pl;
 
 	output_fmt_rate(rps, sizeof(rps), s->requests / iv);
@@ -279,6 +280,8 @@ void output_table_row(FILE *f, const struct qos_sample *s, const char *path,
 			 (unsigned long long)s->cgroup_id);
 		path = idbuf;
 	}
+	/* A cgroup's name may hold any byte but '/': no escape sequences to the terminal. */
+	path = log_printable(path, shown, sizeof(shown));
 	/* Keep the informative end of a long path. */
 	pl = strlen(path);
 	fprintf(f, "%s%-*s %8s %8s %8s %8s %8s %8s %6lld", pl > 40 ? "…" : "",

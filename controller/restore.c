@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,58 +22,74 @@ static void help(void)
 	       "killed with SIGKILL. Says what it restored; exit status 0 also when\n"
 	       "there was nothing to restore, 1 when something could not be restored\n"
 	       "(the state file then keeps only that). Must run as root.\n\n"
+	       "Only knobs recorded under the config's CgroupBase= are restored, each\n"
+	       "file opened without following symbolic links, on a cgroup file system,\n"
+	       "with a value the knob can hold. A knob whose file no longer holds what\n"
+	       "the daemon wrote last was changed by someone else since: it is left\n"
+	       "alone, and said so.\n\n"
 	       "      --config FILE     main config, as for run: its StateDir= is where the\n"
 	       "                        state file is (default " TW_CONFIG_PATH "\n"
 	       "                        if present, else " TW_STATE_DIR ")\n"
-	       "      --state-dir DIR   the state directory, whatever the config says\n"
+	       "      --state-dir DIR   the state directory, whatever the config says (the\n"
+	       "                        config's CgroupBase= still applies)\n"
 	       "  -h, --help            this text\n");
 }
 
 static void print_line(void *userdata, const char *line)
 {
 	(void)userdata;
+	/* A refused or failed knob is an error, on stderr; the rest is the report. */
+	if (strstr(line, ": not restored: ")) {
+		fflush(stdout);
+		log_error("%s", line);
+		return;
+	}
 	printf("  %s\n", line);
 }
 
-static int restore_dir(const char *dir)
+static int restore_dir(const char *dir, const char *cgroup_base)
 {
+	char shown[PATH_MAX];
+	const char *why, *name = log_printable(dir, shown, sizeof(shown));
 	struct knob_state *s;
-	const char *why;
-	int r;
+	int r, left = 0;
 
 	r = knob_state_dir(dir, false, &why);
 	if (r == -ENOENT) {
-		printf("nothing to restore: %s does not exist\n", dir);
+		printf("nothing to restore: %s does not exist\n", name);
 		return 0;
 	}
 	if (r && why) {
-		log_error("refusing the state directory %s: it %s; not touching anything", dir, why);
+		log_error("refusing the state directory %s: it %s; not touching anything", name, why);
 		return 1;
 	}
 	if (r) {
-		log_error_errno(r, "Failed to read the state directory %s", dir);
+		log_error_errno(r, "Failed to read the state directory %s", name);
 		return 1;
 	}
 	r = knob_state_open(dir, &s);
 	if (r == -EBADMSG) {
-		log_error("%s/" TW_STATE_FILE " is not a tailwarden state file; not touching anything", dir);
+		log_error("%s/" TW_STATE_FILE " is not a tailwarden state file; not touching anything", name);
 		return 1;
 	}
 	if (r) {
-		log_error_errno(r, "Failed to read the state file in %s", dir);
+		log_error_errno(r, "Failed to read the state file in %s", name);
 		return 1;
 	}
-	r = knob_state_restore_all_report(s, print_line, NULL);
+	r = knob_state_restore_all_report(s, cgroup_base, print_line, NULL, &left);
 	knob_state_free(s);
 	if (r < 0) {
 		fflush(stdout);
-		log_error_errno(r, "Failed to restore some knobs (%s/" TW_STATE_FILE " keeps them)", dir);
+		log_error_errno(r, "Failed to restore some knobs (%s/" TW_STATE_FILE " keeps them)", name);
 		return 1;
 	}
-	if (r == 0)
-		printf("nothing to restore: no knob recorded in %s/" TW_STATE_FILE "\n", dir);
+	if (r == 0 && !left)
+		printf("nothing to restore: no knob recorded in %s/" TW_STATE_FILE "\n", name);
+	else if (!left)
+		printf("restored %d knob(s) recorded in %s/" TW_STATE_FILE "\n", r, name);
 	else
-		printf("restored %d knob(s) recorded in %s/" TW_STATE_FILE "\n", r, dir);
+		printf("restored %d knob(s) recorded in %s/" TW_STATE_FILE
+		       "; left %d alone (changed by someone else since)\n", r, name, left);
 	return 0;
 }
 
@@ -108,13 +125,18 @@ int cmd_restore(int argc, char **argv)
 		log_error("unexpected argument '%s'; try 'tailwarden restore --help'", argv[optind]);
 		return 1;
 	}
-	if (!dir) {
-		/* The same config as run's, so that a custom StateDir= is found. */
-		if (daemon_load_config(config, TW_CONFIG_PATH, &cfg))
+	/*
+	 * The same config as run's: its StateDir=, and its CgroupBase= bounds
+	 * what is written. With --state-dir and no --config, a default config
+	 * that does not load (written for an older version, say) must not
+	 * stand between a crashed host and its restore: the built-in root it is.
+	 */
+	if (daemon_load_config(config, TW_CONFIG_PATH, &cfg)) {
+		if (!dir || config)
 			return 1;
-		dir = cfg->state_dir;
+		log_warning("restoring with the built-in CgroupBase=" TW_CGROUP_BASE " instead");
 	}
-	r = restore_dir(dir);
+	r = restore_dir(dir ? dir : cfg->state_dir, cfg ? cfg->cgroup_base : TW_CGROUP_BASE);
 	config_free(cfg);
 	return r;
 }

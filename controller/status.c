@@ -402,11 +402,19 @@ static int status_read(const char *path, struct json_object **out)
 
 /* ---- printing ---- */
 
+/*
+ * A string of status.json, as printed: names (services, cgroups, units)
+ * with their control bytes as '?'. Good until eight more calls.
+ */
 static const char *s_of(struct json_object *o, const char *key)
 {
+	static char ring[8][4096];
+	static unsigned next;
 	struct json_object *v = get(o, key);
 
-	return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+	if (!json_object_is_type(v, json_type_string))
+		return NULL;
+	return log_printable(json_object_get_string(v), ring[next++ % 8], sizeof(ring[0]));
 }
 
 static double d_of(struct json_object *o, const char *key)

@@ -6,11 +6,13 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include "common/defaults.h"
 #include "policies/config.h"
 #include "policies/ini.h"
@@ -23,7 +25,53 @@
 enum { S_CONTROLLER };
 enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_DECISION_LOG_MAX_SIZE, K_CGROUP_BASE, K_BUS, K_METRICS };
 
-/* Absolute, no control characters, no trailing '/' (a file's path has none at all). */
+/* Is path dir itself or beneath it, component-wise ("/etc" holds "/etc/x", not "/etcx")? */
+static bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return !strncmp(path, dir, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Does path have a "." or ".." component? */
+static bool has_dot_component(const char *path)
+{
+	for (const char *c = path; (c = strchr(c, '/')); c++) {
+		size_t n = strcspn(c + 1, "/");
+
+		if ((n == 1 && c[1] == '.') || (n == 2 && c[1] == '.' && c[2] == '.'))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The system's own directories: a state directory there would put our
+ * files among the system's (and the decision log could overwrite one).
+ * "/lib" stands for /lib, /lib32, /lib64, /libx32.
+ */
+static const char *const system_dirs[] = { "/etc", "/usr", "/bin", "/sbin", "/lib", "/boot",
+					   "/proc", "/sys", "/dev" };
+
+static const char *system_dir_of(const char *path, bool beneath)
+{
+	for (size_t i = 0; i < sizeof(system_dirs) / sizeof(*system_dirs); i++) {
+		const char *d = system_dirs[i];
+		size_t n = strlen(d);
+
+		if (!strcmp(d, "/lib") && !strncmp(path, "/lib", 4)) {
+			n += strcspn(path + 4, "/");
+			if (beneath || path[n] == '\0')
+				return "/lib*";
+			continue;
+		}
+		if (beneath ? path_under(path, d) : !strcmp(path, d))
+			return d;
+	}
+	return NULL;
+}
+
+/* Absolute, no control characters, no "." or "..", no trailing '/' (a file's path has none at all). */
 static int set_path(char **dst, const char *v, bool file, char *why)
 {
 	size_t n = strlen(v);
@@ -32,6 +80,8 @@ static int set_path(char **dst, const char *v, bool file, char *why)
 		return unit_fail(why, "expected an absolute path (starting with /)");
 	if (unit_has_control(v))
 		return unit_fail(why, "control characters are not allowed in a path");
+	if (has_dot_component(v))
+		return unit_fail(why, "'.' and '..' components are not allowed in a path");
 	if (file && v[n - 1] == '/')
 		return unit_fail(why, "names a directory; expected a file");
 	while (n > 1 && v[n - 1] == '/')
@@ -58,12 +108,39 @@ static int set_policies_dir(void *obj, const char *v, char *why)
 
 static int set_state_dir(void *obj, const char *v, char *why)
 {
-	return set_path(&((struct tw_config *)obj)->state_dir, v, false, why);
+	char **dst = &((struct tw_config *)obj)->state_dir;
+	int r = set_path(dst, v, false, why);
+
+	if (r)
+		return r;
+	if (!strcmp(*dst, "/") || !strcmp(*dst, "/var") || system_dir_of(*dst, false))
+		return unit_fail(why, "a system directory; use a directory of tailwarden's own, such as " TW_STATE_DIR);
+	return 0;
 }
 
+/*
+ * Not among the system's files, and not something that is not a file:
+ * the log is appended to, as root. (The one look at the file system a
+ * config check makes.)
+ */
 static int set_decision_log(void *obj, const char *v, char *why)
 {
-	return set_path(&((struct tw_config *)obj)->decision_log, v, true, why);
+	char **dst = &((struct tw_config *)obj)->decision_log;
+	const char *sys;
+	struct stat st;
+	int r = set_path(dst, v, true, why);
+
+	if (r)
+		return r;
+	sys = system_dir_of(*dst, true);
+	if (sys)
+		return unit_fail(why, "is under %s, a system directory; use a file of tailwarden's own, such as " TW_STATE_DIR "/decisions.jsonl", sys);
+	if (lstat(*dst, &st) == 0 && !S_ISREG(st.st_mode))
+		return unit_fail(why, "exists and is %s; expected a regular file (or none yet)",
+				 S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link"
+				 : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket"
+				 : "a device");
+	return 0;
 }
 
 /* DecisionLogMaxSize=: a size of at least 1K; 0 or infinity for no limit. */
@@ -82,9 +159,17 @@ static int set_decision_log_max_size(void *obj, const char *v, char *why)
 	return r;
 }
 
+/* The cgroup file system's mount point or a directory beneath it. */
 static int set_cgroup_base(void *obj, const char *v, char *why)
 {
-	return set_path(&((struct tw_config *)obj)->cgroup_base, v, false, why);
+	char **dst = &((struct tw_config *)obj)->cgroup_base;
+	int r = set_path(dst, v, false, why);
+
+	if (r)
+		return r;
+	if (!path_under(*dst, TW_CGROUP_BASE))
+		return unit_fail(why, "is not under " TW_CGROUP_BASE ", where cgroup file systems are mounted");
+	return 0;
 }
 
 static int set_bus(void *obj, const char *v, char *why)

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <ini.h>
+#include "common/log.h"
 #include "policies/ini.h"
 
 enum { SECT_NONE = -1, SECT_UNKNOWN = -2 };
@@ -31,11 +32,11 @@ static int error_addv(struct policy_errors *errs, const char *file, unsigned lin
 
 	if (vasprintf(&msg, fmt, ap) < 0)
 		return -ENOMEM;
-	/* Values are quoted back: keep a terminal's control characters out. */
-	for (char *c = msg; *c; c++)
-		if ((unsigned char)*c < 0x20 || *c == 0x7f)
-			*c = '?';
+	/* Values and names are quoted back: keep a terminal's control characters out. */
+	log_make_printable(msg);
 	f = strdup(file);
+	if (f)
+		log_make_printable(f);
 	v = realloc(errs->v, (errs->n + 1) * sizeof(*v));
 	if (!f || !v) {
 		free(msg);
@@ -109,10 +110,19 @@ void file_errs_sort(struct file_errs *fe)
 	}
 }
 
+size_t policy_errors_shown(const struct policy_errors *errs)
+{
+	return errs->n < POLICY_ERRORS_SHOWN ? errs->n : POLICY_ERRORS_SHOWN;
+}
+
 void policy_errors_print(const struct policy_errors *errs, FILE *f)
 {
-	for (size_t i = 0; i < errs->n; i++)
+	size_t n = policy_errors_shown(errs);
+
+	for (size_t i = 0; i < n; i++)
 		fprintf(f, "%s:%u: %s\n", errs->v[i].file, errs->v[i].line, errs->v[i].msg);
+	if (errs->n > n)
+		fprintf(f, "%zu more errors not shown\n", errs->n - n);
 }
 
 void policy_errors_clear(struct policy_errors *errs)

@@ -33,8 +33,15 @@ struct policy_errors {
 	size_t n;
 };
 
-/* Print each error as "FILE:LINE: message" to f. */
+#define POLICY_ERRORS_SHOWN 100 /* printed; then one "N more errors not shown" */
+
+/*
+ * Print each error as "FILE:LINE: message" to f, the first
+ * POLICY_ERRORS_SHOWN of them, then "N more errors not shown".
+ */
 void policy_errors_print(const struct policy_errors *errs, FILE *f);
+/* How many of errs policy_errors_print() prints. */
+size_t policy_errors_shown(const struct policy_errors *errs);
 void policy_errors_clear(struct policy_errors *errs);
 
 struct ini_key {

@@ -313,6 +313,7 @@ void policy_set_free(struct policy_set *s)
 struct loader {
 	struct policy_set *set;
 	unsigned *cgroup_line; /* per policy, for set-wide messages */
+	unsigned *freq_line;   /* per policy: CPUFrequency='s line, 0 when absent */
 	struct file_id {
 		dev_t dev;
 		ino_t ino;
@@ -336,6 +337,11 @@ static int loader_add(struct loader *ld, const char *path, const struct stat *st
 	if (!cl)
 		return -ENOMEM;
 	ld->cgroup_line = cl;
+	cl = realloc(ld->freq_line, (n + 1) * sizeof(*cl));
+	if (!cl)
+		return -ENOMEM;
+	ld->freq_line = cl;
+	cl[n] = 0;
 	ids = realloc(ld->ids, (n + 1) * sizeof(*ids));
 	if (!ids)
 		return -ENOMEM;
@@ -350,7 +356,7 @@ static int loader_add(struct loader *ld, const char *path, const struct stat *st
 	ld->set->n++;
 	if (!v[n].file || !v[n].name)
 		return -ENOMEM;
-	cl[n] = 0;
+	ld->cgroup_line[n] = 0;
 	ids[n] = (struct file_id){ st->st_dev, st->st_ino };
 	*out = &v[n];
 	return 0;
@@ -381,6 +387,7 @@ static int load_policy_file(struct loader *ld, const char *path, const struct st
 	p->line = seen.section_line[S_SERVICE];
 	ld->cgroup_line[ld->set->n - 1] = seen.key_line[K_CGROUP] ? seen.key_line[K_CGROUP]
 								   : seen.key_line[K_UNIT];
+	ld->freq_line[ld->set->n - 1] = seen.key_ok[K_CPU_FREQUENCY] ? seen.key_line[K_CPU_FREQUENCY] : 0;
 	r = validate_policy(p, &seen, &fe);
 	file_errs_sort(&fe);
 	return r;
@@ -473,44 +480,63 @@ static bool cgroup_contains(const char *a, const char *b)
 	return !strncmp(a, b, n) && b[n] == '/';
 }
 
-/* Rules across files: one policy per service name and per cgroup subtree. */
+/*
+ * The first conflict of policy i with an earlier one, as an error; 0 when
+ * none (or one was added), -ENOMEM. One per file: a thousand policies on
+ * one cgroup give a thousand lines, not half a million.
+ */
+static int first_conflict(struct loader *ld, size_t i)
+{
+	const struct policy *v = ld->set->v, *p = &v[i];
+	unsigned cl = ld->cgroup_line[i];
+
+	for (size_t j = 0; j < i; j++) {
+		const struct policy *q = &v[j];
+		unsigned ql = ld->cgroup_line[j];
+
+		if (!strcmp(p->name, q->name))
+			return policy_error_add(ld->errs, p->file, p->line,
+						"duplicate service '%s': also defined in %s", p->name, q->file);
+		if (p->unit && q->unit && !strcmp(p->unit, q->unit))
+			return policy_error_add(ld->errs, p->file, cl,
+						"unit %s is also controlled by service '%s' (%s:%u)",
+						p->unit, q->name, q->file, ql);
+		if (!p->cgroup || !q->cgroup)
+			continue;
+		if (!strcmp(p->cgroup, q->cgroup))
+			return policy_error_add(ld->errs, p->file, cl,
+						"cgroup %s is also controlled by service '%s' (%s:%u)",
+						p->cgroup, q->name, q->file, ql);
+		if (cgroup_contains(q->cgroup, p->cgroup))
+			return policy_error_add(ld->errs, p->file, cl,
+						"cgroup %s is inside %s of service '%s' (%s:%u); nested cgroups cannot both have a policy",
+						p->cgroup, q->cgroup, q->name, q->file, ql);
+		if (cgroup_contains(p->cgroup, q->cgroup))
+			return policy_error_add(ld->errs, p->file, cl,
+						"cgroup %s contains %s of service '%s' (%s:%u); nested cgroups cannot both have a policy",
+						p->cgroup, q->cgroup, q->name, q->file, ql);
+	}
+	/*
+	 * A service's CPUs are its cpuset's, known only at run time and free
+	 * to change: any two policies may share a CPU, and the frequency of
+	 * a CPU can follow one of them only (else a restore leaves the
+	 * second's value).
+	 */
+	for (size_t j = 0; ld->freq_line[i] && j < i; j++)
+		if (ld->freq_line[j])
+			return policy_error_add(ld->errs, p->file, ld->freq_line[i],
+						"CPUFrequency= is also set by service '%s' (%s:%u); at most one policy may set the CPUs' frequency",
+						v[j].name, v[j].file, ld->freq_line[j]);
+	return 0;
+}
+
+/* Rules across files: one policy per service name, cgroup subtree and CPU frequency. */
 static int check_set(struct loader *ld)
 {
-	const struct policy *v = ld->set->v;
 	int r = 0;
 
-	for (size_t i = 0; i < ld->set->n && r == 0; i++) {
-		const struct policy *p = &v[i];
-		unsigned cl = ld->cgroup_line[i];
-
-		for (size_t j = 0; j < i && r == 0; j++) {
-			const struct policy *q = &v[j];
-			unsigned ql = ld->cgroup_line[j];
-
-			if (!strcmp(p->name, q->name))
-				r = policy_error_add(ld->errs, p->file, p->line,
-						     "duplicate service '%s': also defined in %s",
-						     p->name, q->file);
-			if (r == 0 && p->unit && q->unit && !strcmp(p->unit, q->unit))
-				r = policy_error_add(ld->errs, p->file, cl,
-						     "unit %s is also controlled by service '%s' (%s:%u)",
-						     p->unit, q->name, q->file, ql);
-			if (r < 0 || !p->cgroup || !q->cgroup)
-				continue;
-			if (!strcmp(p->cgroup, q->cgroup))
-				r = policy_error_add(ld->errs, p->file, cl,
-						     "cgroup %s is also controlled by service '%s' (%s:%u)",
-						     p->cgroup, q->name, q->file, ql);
-			else if (cgroup_contains(q->cgroup, p->cgroup))
-				r = policy_error_add(ld->errs, p->file, cl,
-						     "cgroup %s is inside %s of service '%s' (%s:%u); nested cgroups cannot both have a policy",
-						     p->cgroup, q->cgroup, q->name, q->file, ql);
-			else if (cgroup_contains(p->cgroup, q->cgroup))
-				r = policy_error_add(ld->errs, p->file, cl,
-						     "cgroup %s contains %s of service '%s' (%s:%u); nested cgroups cannot both have a policy",
-						     p->cgroup, q->cgroup, q->name, q->file, ql);
-		}
-	}
+	for (size_t i = 0; i < ld->set->n && r == 0; i++)
+		r = first_conflict(ld, i);
 	return r;
 }
 
@@ -552,6 +578,7 @@ int policy_set_load(char *const *paths, size_t n, struct policy_set **out,
 			r = policy_error_add(errs, paths[i], 0, "no policy files (*.policy) in this directory");
 	}
 	free(ld.cgroup_line);
+	free(ld.freq_line);
 	free(ld.ids);
 	if (r == 0 && errs->n > err0)
 		r = -EINVAL;

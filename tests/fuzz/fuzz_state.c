@@ -46,6 +46,8 @@ static void walk_record(struct json_object *e)
 			check(json_object_get_int64(v) >= 0);
 			check(json_object_object_get_ex(c, "max_khz", &v));
 			check(json_object_get_int64(v) > 0);
+			if (json_object_object_get_ex(c, "written_khz", &v))
+				check(json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0);
 		}
 		return;
 	}
@@ -57,6 +59,8 @@ static void walk_record(struct json_object *e)
 		check(json_object_get_string(v)[0] == '/');
 		check(json_object_object_get_ex(f, "value", &v));
 		check(strlen(json_object_get_string(v)) > 0);
+		if (json_object_object_get_ex(f, "written", &v))
+			check(json_object_is_type(v, json_type_string) && strlen(json_object_get_string(v)) > 0);
 	}
 }
 

@@ -13,9 +13,16 @@ cutting and giving back while it is killed. What a user would notice:
                     still restores everything else on SIGTERM
   bad_state         hostile state files (wrong JSON types, truncated, a
                     FIFO, a symbolic link, a bad record after a good one,
-                    escape bytes, a knob file outside the cgroup tree):
-                    `restore` and `run` refuse them with the file and the
-                    record named, within seconds, and change nothing
+                    escape bytes, a knob file outside the cgroup tree, a
+                    record for another cgroup root, a symbolic link on the
+                    way to a knob file, a value the knob cannot hold, a
+                    knob file on a plain file system): `restore` and `run`
+                    refuse them with the file and the record named, within
+                    seconds, and change nothing, inside the tree or out
+  admin_change      kill -9 while the daemon has a neighbour's weight cut;
+                    the administrator then sets that weight by hand:
+                    `tailwarden restore` leaves it, says so, and restores
+                    every other knob
   hook_missing      kernel tracepoints hidden as on an older kernel
                     (TAILWARDEN_TEST_HIDE_TRACEPOINTS): without the
                     contention hooks the daemon names them and still cuts
@@ -263,6 +270,61 @@ def test_bad_state():
         check(colo.readf(outside) == "untouched", "a file outside the cgroup tree was written: %r"
               % colo.readf(outside))
         rows.append("a knob file outside the tree: exit %d, file untouched" % r.returncode)
+
+        # Well-formed records that must still not be written: another cgroup root,
+        # a symbolic link on the way, a value the knob cannot hold, a plain file.
+        top = tw.CGROUP_FS
+        link_rel = sess.prefix + "-link"
+        plain_rel = sess.prefix + "-plain"
+        link, plain = top + link_rel, top + plain_rel
+
+        def unlink_extra():
+            for p in (os.path.join(plain, "cpu.weight"),):
+                if os.path.exists(p):
+                    os.unlink(p)
+            if os.path.isdir(plain):
+                os.rmdir(plain)
+            if os.path.islink(link):
+                os.unlink(link)
+        sess.on_cleanup(unlink_extra)
+        elsewhere = sess.tmpdir("badst-root")
+        os.makedirs(os.path.join(elsewhere, "cpu", cg.rel.lstrip("/")))
+        decoy = os.path.join(elsewhere, "cpu", cg.rel.lstrip("/"), "cpu.shares")
+        target = sess.tmpdir("badst-target")
+        for f in (decoy, os.path.join(target, "cpu.weight")):
+            with open(f, "w") as fh:
+                fh.write("untouched\n")
+        os.symlink(target, link)            # a link on the tmpfs holding the v1 hierarchies
+        os.mkdir(plain)                     # a plain directory there, not a cgroup
+        with open(os.path.join(plain, "cpu.weight"), "w") as fh:
+            fh.write("untouched\n")
+        hostile = [
+            ("a record for another cgroup root",
+             dict(record(path=decoy), cgroup_base=elsewhere),
+             "recorded for the cgroup root %s, not CgroupBase=/sys/fs/cgroup" % elsewhere, decoy),
+            ("a symbolic link on the way to the knob file",
+             dict(record(path=os.path.join(link, "cpu.weight")), cgroup=link_rel),
+             "a symbolic link on the way", os.path.join(target, "cpu.weight")),
+            ("a value cpu.shares cannot hold", record(value="0"),
+             "'0' is not a valid cpu.shares value", None),
+            ("a knob file on a plain file system",
+             dict(record(path=os.path.join(plain, "cpu.weight")), cgroup=plain_rel),
+             "not a regular file on a cgroup file system", os.path.join(plain, "cpu.weight")),
+        ]
+        for what, rec, msg, untouched in hostile:
+            d = sess.tmpdir("badst")
+            with open(os.path.join(d, "state.json"), "w") as f:
+                f.write(json.dumps({"version": 1, "knobs": [rec]}))
+            r, took = restore_in(d, what, msg)
+            check("knobs[0]" in r.stderr, "%s: the record is not named: %s" % (what, r.stderr))
+            check(get_shares() == "2", "%s: cpu.shares changed to %s" % (what, get_shares()))
+            if untouched:
+                check(colo.readf(untouched) == "untouched", "%s: %s was written: %r"
+                      % (what, untouched, colo.readf(untouched)))
+            check(os.path.exists(os.path.join(d, "state.json")),
+                  "%s: the refused record is not kept" % what)
+            rows.append("%s: exit %d in %.2f s, nothing written" % (what, r.returncode, took))
+        unlink_extra()
 
         # The daemon refuses to start on a bad state file, and changes nothing.
         d = sess.tmpdir("badst")
@@ -652,10 +714,84 @@ def test_sigpipe():
         return "kept running with stderr's reader gone (%d decisions), exit 0 on SIGTERM, knobs restored" % n
 
 
+def test_admin_change():
+    """kill -9, an administrator sets a weight we had cut: restore leaves it, says so, restores the rest."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="admin") as sess:
+        rig, _, bursts = busy_rig(sess, "admin")
+        try:
+            rig.write_config(tag="admin")
+            state = os.path.join(os.path.dirname(rig.conf), "state")
+            orig = rig.knob_files()
+            cgs = {"batch": rig.batch, "scan": rig.scan}
+
+            def shares_of(name):
+                return os.path.join(tw.CGROUP_FS, "cpu", cgs[name].rel.lstrip("/"), "cpu.shares")
+
+            def cut_weight():
+                """(name, written) of a best-effort cpu.weight record whose file holds what we wrote."""
+                try:
+                    with open(os.path.join(state, "state.json")) as f:
+                        knobs = json.load(f)["knobs"]
+                except (OSError, ValueError):
+                    return None
+                for k in knobs:
+                    for name, cg in cgs.items():
+                        if k["cgroup"] != cg.rel or k["knob"] != "cpu.weight":
+                            continue
+                        f0 = k["snapshot"]["files"][0]
+                        if "written" in f0 and f0["written"] == colo.readf(shares_of(name)):
+                            return name, f0["written"]
+                return None
+
+            cut = None
+            for attempt in range(3):
+                rig.start_tailwarden()
+                deadline = time.monotonic() + 45
+                while cut_weight() is None and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                rig.tw.kill()
+                rig.tw.wait(10)
+                rig.tw = None
+                # Killed between a write and its record: try again (a restart keeps the originals).
+                cut = cut_weight()
+                if cut is not None:
+                    break
+                info("attempt %d: no weight cut and recorded; run log: %s"
+                     % (attempt + 1, (colo.readf(rig.runlog) or "")[-500:]))
+            check(cut is not None, "no best-effort weight was cut and recorded in 3 runs of 45 s")
+        finally:
+            bursts.stop()
+        name, wrote = cut
+        shares = shares_of(name)
+        mine = "555" if wrote != "555" else "556"
+        with open(shares, "w") as f:
+            f.write(mine)
+        info("the daemon wrote %s's cpu.shares %s (originally %s); the administrator writes %s"
+             % (name, wrote, orig[name]["cpu.shares"], mine))
+        r = restore(state)
+        info("restore -> %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
+        check(r.returncode == 0, "restore exited %d: %s" % (r.returncode, r.stderr))
+        said = [line.strip() for line in r.stdout.splitlines() if "left alone:" in line]
+        check(len(said) == 1 and "cpu.weight of %s" % cgs[name].rel in said[0]
+              and "changed by someone else since" in said[0] and mine in said[0],
+              "restore does not say it left %s's weight alone: %s" % (name, r.stdout))
+        check("left 1 alone" in r.stdout, "the summary does not count it: %s" % r.stdout)
+        check(colo.readf(shares) == mine, "the administrator's cpu.shares %s became %s"
+              % (mine, colo.readf(shares)))
+        now = rig.knob_files()
+        want = json.loads(json.dumps(orig))
+        want[name]["cpu.shares"] = mine
+        check(now == want, "after restore %s, want %s" % (now, want))
+        check(not os.path.exists(os.path.join(state, "state.json")), "the state file is left behind")
+        return "the daemon wrote %s's cpu.shares %s, the administrator %s: left alone and said so " \
+               "(%s); every other knob back" % (name, wrote, mine, said[0][:100])
+
+
 TESTS = [
     ("kill9_restore", test_kill9_restore),
     ("be_removed", test_be_removed),
     ("bad_state", test_bad_state),
+    ("admin_change", test_admin_change),
     ("hook_missing", test_hook_missing),
     ("log_rotation", test_log_rotation),
     ("log_reopen", test_log_reopen),

@@ -298,8 +298,9 @@ def test_sigterm_restore(env):
     check(sorted(k["knob"] for k in knobs) == ["cpu.max", "cpu.weight", "io.weight"],
           "state file lists %s" % [k["knob"] for k in knobs])
     quota = [k for k in knobs if k["knob"] == "cpu.max"][0]
-    check(quota["original"] == "max" and quota["snapshot"]["files"][-1] ==
-          {"path": f["quota"], "value": "-1"}, "state file's quota record: %s" % quota)
+    check(quota["original"] == "max" and quota["written"] == 0.2 and quota["snapshot"]["files"][-1] ==
+          {"path": f["quota"], "value": "-1", "written": "20000"},
+          "state file's quota record: %s" % quota)
     p.send_signal(signal.SIGTERM)
     rc = p.wait(10)
     check(rc == 0, "hold exited %d after SIGTERM: %s" % (rc, p.stderr.read().strip()))
@@ -427,7 +428,8 @@ def inside_namespace():
         p = hold(env, state, base, "/lc", "cpufreq=1500000")
         check((fake_max(0), fake_max(1)) == (FAKE_MAX, 1500000),
               "cpuset 1: scaling_max_freq %s" % ((fake_max(0), fake_max(1)),))
-        check(state_knobs(state)[0]["snapshot"]["cpus"] == [{"cpu": 1, "max_khz": FAKE_MAX}],
+        check(state_knobs(state)[0]["snapshot"]["cpus"] ==
+              [{"cpu": 1, "max_khz": FAKE_MAX, "written_khz": 1500000}],
               "state file: %s" % state_knobs(state))
         p.send_signal(signal.SIGTERM)
         check(p.wait(10) == 0, "hold after SIGTERM: %s" % p.stderr.read())

@@ -75,9 +75,7 @@ static int hold(int argc, char **argv)
 			return usage(), 2;
 		r = knob_read(k, kind, &cur);
 		if (!r)
-			r = knob_state_record(s, argv[1], argv[2], kind, cur);
-		if (!r)
-			r = knob_write(k, kind, value_of(eq + 1));
+			r = knob_state_write(s, argv[1], argv[2], kind, k, cur, value_of(eq + 1));
 		if (r)
 			return fprintf(stderr, "%s=%s: %s\n", argv[i], eq + 1, strerror(-r)), 1;
 	}
@@ -85,7 +83,7 @@ static int hold(int argc, char **argv)
 	fflush(stdout);
 	while (!got_term)
 		sigsuspend(&old);
-	r = knob_state_restore_all(s);
+	r = knob_state_restore_all(s, argv[1]);
 	printf("restored %d\n", r);
 	knob_state_free(s);
 	knobs_free(k);

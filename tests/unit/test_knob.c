@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include "controller/knob.h"
@@ -476,13 +477,13 @@ static void test_state_record_restore(void **state)
 	assert_int_equal(state_count(t), 3);
 	assert_string_equal(get(t->base, "a/b/cpu.max"), "30000 100000");
 
-	assert_int_equal(knob_state_restore_all(s), 3);
+	assert_int_equal(knob_state_restore_all(s, t->base), 3);
 	assert_string_equal(get(t->base, "a/b/cpu.max"), "max 100000");
 	assert_string_equal(get(t->base, "a/b/cpu.weight"), "100");
 	assert_string_equal(get(t->base, "a/b/io.weight"), "default 100");
 	assert_false(state_exists(t));
 	/* Still usable afterwards (SIGHUP restores, then goes on). */
-	assert_int_equal(knob_state_restore_all(s), 0);
+	assert_int_equal(knob_state_restore_all(s, t->base), 0);
 	assert_int_equal(knob_state_record(s, t->base, "/a/b", KNOB_CPU_WEIGHT, 100), 0);
 	assert_int_equal(knob_state_forget(s, t->base, "/a/b", KNOB_CPU_WEIGHT), 0);
 	assert_false(state_exists(t));
@@ -516,7 +517,7 @@ static void test_state_crash(void **state)
 	/* A restarted daemon keeps the true originals. */
 	assert_int_equal(knob_state_open(t->state, &s), 0);
 	assert_int_equal(knob_state_record(s, t->base, "/a", KNOB_CPU_WEIGHT, 3), 0);
-	assert_int_equal(knob_state_restore_all(s), 2);
+	assert_int_equal(knob_state_restore_all(s, t->base), 2);
 	knob_state_free(s);
 	assert_string_equal(get(t->base, "cpu/a/cpu.shares"), "1024");
 	assert_string_equal(get(t->base, "cpu/a/cpu.cfs_quota_us"), "-1");
@@ -537,7 +538,7 @@ static void test_state_vanished(void **state)
 	knobs_free(k);
 	snprintf(p, sizeof(p), "%s/a/b", t->base);
 	rm_rf(p);
-	assert_int_equal(knob_state_restore_all(s), 1); /* nothing to undo */
+	assert_int_equal(knob_state_restore_all(s, t->base), 1); /* nothing to undo */
 	assert_false(state_exists(t));
 	/* Recording a knob of a cgroup that is gone fails, and nothing is written. */
 	assert_int_equal(knob_state_record(s, t->base, "/a/b", KNOB_CPU_WEIGHT, 100), -ENOENT);
@@ -565,9 +566,177 @@ static void test_state_bad_files(void **state)
 		 t->base, t->base);
 	put(t->state, "state.json", doc);
 	assert_int_equal(knob_state_open(t->state, &s), 0);
-	assert_int_equal(knob_state_restore_all(s), -EBADMSG);
+	assert_int_equal(knob_state_restore_all(s, t->base), -EBADMSG);
 	assert_true(state_exists(t)); /* kept: what failed stays recorded */
 	knob_state_free(s);
+}
+
+/* Lines a restore reports, joined, for asserting on messages. */
+static char said[8192];
+
+static void collect(void *userdata, const char *line)
+{
+	(void)userdata;
+	strncat(said, line, sizeof(said) - strlen(said) - 2);
+	strcat(said, "\n");
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/*
+ * What we wrote last is on disk; after a crash, a knob someone else
+ * changed since is left alone, the others restored.
+ */
+static void test_state_written(void **state)
+{
+	struct tree *t = *state;
+	struct json_object *o, *a, *e, *snap, *files, *f, *v;
+	struct knob_state *s;
+	struct knobs *k = open_ok(t, "/a");
+	double t0, per;
+	int left = -1, n = 200;
+
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	assert_int_equal(knob_state_write(s, t->base, "/a", KNOB_CPU_WEIGHT, k, 100, 3), 0);
+	assert_int_equal(knob_state_write(s, t->base, "/a", KNOB_CPU_QUOTA, k, INFINITY, 0.1), 0);
+	/* The cost of keeping "written" true: two atomic rewrites per write. */
+	t0 = now_ms();
+	for (int i = 0; i < n; i++)
+		assert_int_equal(knob_state_write(s, t->base, "/a", KNOB_CPU_QUOTA, k, INFINITY,
+						  i % 2 ? 0.1 : 0.2), 0);
+	per = (now_ms() - t0) / n;
+	print_message("knob_state_write: %.3f ms per write (state file in %s)\n", per, t->state);
+	knob_state_free(s); /* dies without restoring */
+	knobs_free(k);
+
+	o = state_json(t);
+	assert_true(json_object_object_get_ex(o, "knobs", &a));
+	e = json_object_array_get_idx(a, 0);
+	assert_true(json_object_object_get_ex(e, "written", &v));
+	assert_int_equal(json_object_get_int(v), 3);
+	assert_true(json_object_object_get_ex(e, "snapshot", &snap));
+	assert_true(json_object_object_get_ex(snap, "files", &files));
+	f = json_object_array_get_idx(files, 0);
+	assert_true(json_object_object_get_ex(f, "written", &v));
+	assert_string_equal(json_object_get_string(v), "30");
+	json_object_put(o);
+
+	/* The administrator sets the weight while the daemon is down. */
+	put(t->base, "cpu/a/cpu.shares", "777\n");
+	said[0] = '\0';
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	assert_int_equal(knob_state_restore_all_report(s, t->base, collect, NULL, &left), 1);
+	assert_int_equal(left, 1);
+	assert_non_null(strstr(said, "cpu.weight of /a: left alone: changed by someone else since"));
+	assert_non_null(strstr(said, "cpu.shares is 777, we wrote 30"));
+	assert_string_equal(get(t->base, "cpu/a/cpu.shares"), "777");
+	assert_string_equal(get(t->base, "cpu/a/cpu.cfs_quota_us"), "-1");
+	assert_false(state_exists(t)); /* the administrator's now: not kept */
+	knob_state_free(s);
+}
+
+/* A state file of the old format (no "written") restores as before. */
+static void test_state_no_written(void **state)
+{
+	struct tree *t = *state;
+	struct knob_state *s;
+	char doc[4096];
+
+	mkd(t->base, "run");
+	mkd(t->base, "run/tailwarden");
+	put(t->base, "a/b/cpu.weight", "5\n");
+	snprintf(doc, sizeof(doc),
+		 "{\"version\":1,\"knobs\":[{\"cgroup_base\":\"%s\",\"cgroup\":\"/a/b\","
+		 "\"knob\":\"cpu.weight\",\"original\":100,\"snapshot\":{\"files\":["
+		 "{\"path\":\"%s/a/b/cpu.weight\",\"value\":\"100\"}]}}]}", t->base, t->base);
+	put(t->state, "state.json", doc);
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	assert_int_equal(knob_state_restore_all(s, t->base), 1);
+	assert_string_equal(get(t->base, "a/b/cpu.weight"), "100");
+	knob_state_free(s);
+}
+
+/* One record in the state file, restored; the return and what was said. */
+static int restore_one(struct tree *t, const char *base, const char *cgroup, const char *knob,
+		       const char *path, const char *value)
+{
+	struct knob_state *s;
+	char doc[8192];
+	int r;
+
+	mkd(t->base, "run");
+	mkd(t->base, "run/tailwarden");
+	snprintf(doc, sizeof(doc),
+		 "{\"version\":1,\"knobs\":[{\"cgroup_base\":\"%s\",\"cgroup\":\"%s\","
+		 "\"knob\":\"%s\",\"original\":1,\"snapshot\":{\"files\":["
+		 "{\"path\":\"%s\",\"value\":\"%s\"}]}}]}", base, cgroup, knob, path, value);
+	put(t->state, "state.json", doc);
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	said[0] = '\0';
+	r = knob_state_restore_all_report(s, t->base, collect, NULL, NULL);
+	knob_state_free(s);
+	assert_int_equal(state_exists(t), r < 0); /* refused: kept */
+	return r;
+}
+
+static void test_state_hostile(void **state)
+{
+	struct tree *t = *state;
+	char p[PATH_MAX], out[PATH_MAX], link[PATH_MAX];
+	int dfd, fd;
+
+	put(t->base, "a/b/cpu.weight", "5\n");
+	/* Another cgroup root than the configured one. */
+	snprintf(p, sizeof(p), "%s/a/b/cpu.weight", t->base);
+	assert_int_equal(restore_one(t, "/etc", "/a/b", "cpu.weight", "/etc/a/b/cpu.weight", "100"), -EXDEV);
+	assert_non_null(strstr(said, "not restored: knobs[0]: recorded for the cgroup root /etc, not CgroupBase="));
+	/* Values the knob cannot hold. */
+	assert_int_equal(restore_one(t, t->base, "/a/b", "cpu.weight", p, "0"), -ERANGE);
+	assert_non_null(strstr(said, "'0' is not a valid cpu.weight value"));
+	assert_int_equal(restore_one(t, t->base, "/a/b", "cpu.weight", p, "10001"), -ERANGE);
+	snprintf(p, sizeof(p), "%s/a/b/cpu.max", t->base);
+	assert_int_equal(restore_one(t, t->base, "/a/b", "cpu.max", p, "max 0"), -ERANGE);
+	assert_int_equal(restore_one(t, t->base, "/a/b", "cpu.max", p, "999 100000"), -ERANGE);
+	assert_int_equal(restore_one(t, t->base, "/a/b", "cpu.max", p, "50000 100000 x"), -ERANGE);
+	/* Another cgroup's file, or another knob's. */
+	snprintf(p, sizeof(p), "%s/a/nocpu/cpu.weight", t->base);
+	assert_int_equal(restore_one(t, t->base, "/a/b", "cpu.weight", p, "100"), -EBADMSG);
+	assert_non_null(strstr(said, "is not a cpu.weight file of /a/b under"));
+	snprintf(p, sizeof(p), "%s/a/b/cpu.weight", t->base);
+	assert_int_equal(restore_one(t, t->base, "/a/b", "io.weight", p, "100"), -EBADMSG);
+	assert_string_equal(get(t->base, "a/b/cpu.weight"), "5");
+	/* A symbolic link on the way, to a file outside the tree. */
+	snprintf(out, sizeof(out), "%s.out", t->base);
+	mkdir(out, 0700);
+	put(out, "cpu.weight", "untouched\n");
+	snprintf(link, sizeof(link), "%s/a/evil", t->base);
+	assert_int_equal(symlink(out, link), 0);
+	snprintf(p, sizeof(p), "%s/a/evil/cpu.weight", t->base);
+	assert_int_equal(restore_one(t, t->base, "/a/evil", "cpu.weight", p, "100"), -ELOOP);
+	assert_non_null(strstr(said, "a symbolic link on the way"));
+	assert_string_equal(get(out, "cpu.weight"), "untouched");
+	/* Both ways of opening refuse links and "..". */
+	dfd = open(t->base, O_PATH | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	for (int walk = 0; walk < 2; walk++) {
+		assert_int_equal(knob_open_beneath(dfd, "a/evil/cpu.weight", O_RDONLY, walk), -ELOOP);
+		assert_int_equal(knob_open_beneath(dfd, "a/../a/b/cpu.weight", O_RDONLY, walk), -EXDEV);
+		fd = knob_open_beneath(dfd, "a/b/cpu.weight", O_RDONLY, walk);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	close(dfd);
+	rm_rf(out);
+	/* The same file restores once the record is sound. */
+	snprintf(p, sizeof(p), "%s/a/b/cpu.weight", t->base);
+	assert_int_equal(restore_one(t, t->base, "/a/b", "cpu.weight", p, "100"), 1);
+	assert_string_equal(get(t->base, "a/b/cpu.weight"), "100");
 }
 
 int main(void)
@@ -587,6 +756,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_state_crash, setup_v1, teardown),
 		cmocka_unit_test_setup_teardown(test_state_vanished, setup_v2, teardown),
 		cmocka_unit_test_setup_teardown(test_state_bad_files, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_state_written, setup_v1, teardown),
+		cmocka_unit_test_setup_teardown(test_state_no_written, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_state_hostile, setup_v2, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

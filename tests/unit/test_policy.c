@@ -277,8 +277,12 @@ static const struct file_case file_cases[] = {
 		     { "b.policy", "[Service]\nCgroup=lc.slice\nClass=best-effort\n[Limits]\nCPUWeight=1\n" },
 		     { "c.policy", "[Service]\nCgroup=lc.slice/web.service/worker\nClass=best-effort\n[Limits]\nCPUWeight=1\n" } },
 	  .errors = { "b.policy:2: cgroup /lc.slice contains /lc.slice/web.service of service 'a' (a.policy:2); nested cgroups cannot both have a policy",
-		      "c.policy:2: cgroup /lc.slice/web.service/worker is inside /lc.slice/web.service of service 'a' (a.policy:2); nested cgroups cannot both have a policy",
-		      "c.policy:2: cgroup /lc.slice/web.service/worker is inside /lc.slice of service 'b' (b.policy:2); nested cgroups cannot both have a policy" } },
+		      "c.policy:2: cgroup /lc.slice/web.service/worker is inside /lc.slice/web.service of service 'a' (a.policy:2); nested cgroups cannot both have a policy" } },
+	{ "CPUFrequency= in two policies: their CPUs may overlap",
+	  .files = { { "a.policy", LC_AT("lc.slice/a") LC_OBJ "[Limits]\nCPUFrequency=1GHz..max\n" },
+		     { "b.policy", LC_AT("lc.slice/b") LC_OBJ "[Limits]\nCPUWeight=100\nCPUFrequency=2GHz\n" },
+		     { "c.policy", LC_AT("lc.slice/c") LC_OBJ "[Limits]\nCPUWeight=100\n" } },
+	  .errors = { "b.policy:8: CPUFrequency= is also set by service 'a' (a.policy:7); at most one policy may set the CPUs' frequency" } },
 	{ "an empty directory is an empty set",
 	  .files = { { "d/README", "no policies here\n" } },
 	  .paths = { "d" },
@@ -321,6 +325,34 @@ static const struct file_case file_cases[] = {
 		      "tw.conf:9: duplicate key 'Period' in [Controller]; first at line 2",
 		      "tw.conf:10: section [Service] belongs in a policy file (*.policy), not in the main config (tailwarden.conf)",
 		      "tw.conf:11: unknown section [Control]; did you mean [Controller]?" } },
+	{ "config: paths that escape or name the system's files",
+	  .config = true,
+	  .files = { { "tw.conf",
+		       "[Controller]\nPoliciesDir=/etc/tailwarden/../../root\nStateDir=/\nDecisionLog=/etc/passwd\n"
+		       "CgroupBase=/etc\n" } },
+	  .errors = { "tw.conf:2: PoliciesDir=/etc/tailwarden/../../root: '.' and '..' components are not allowed in a path",
+		      "tw.conf:3: StateDir=/: a system directory; use a directory of tailwarden's own, such as /run/tailwarden",
+		      "tw.conf:4: DecisionLog=/etc/passwd: is under /etc, a system directory; use a file of tailwarden's own, such as /run/tailwarden/decisions.jsonl",
+		      "tw.conf:5: CgroupBase=/etc: is not under /sys/fs/cgroup, where cgroup file systems are mounted" } },
+	{ "config: more system directories, and a decision log that is a directory",
+	  .config = true,
+	  .files = { { "tw.conf",
+		       "[Controller]\nStateDir=/lib64/\nDecisionLog=/tmp\nCgroupBase=/sys/fs/cgroupx\nPoliciesDir=/srv/./p\n" } },
+	  .errors = { "tw.conf:2: StateDir=/lib64/: a system directory; use a directory of tailwarden's own, such as /run/tailwarden",
+		      "tw.conf:3: DecisionLog=/tmp: exists and is a directory; expected a regular file (or none yet)",
+		      "tw.conf:4: CgroupBase=/sys/fs/cgroupx: is not under /sys/fs/cgroup, where cgroup file systems are mounted",
+		      "tw.conf:5: PoliciesDir=/srv/./p: '.' and '..' components are not allowed in a path" } },
+	{ "config: /var itself, a device",
+	  .config = true,
+	  .files = { { "tw.conf", "[Controller]\nStateDir=/var\nDecisionLog=/dev/null\n" } },
+	  .errors = { "tw.conf:2: StateDir=/var: a system directory; use a directory of tailwarden's own, such as /run/tailwarden",
+		      "tw.conf:3: DecisionLog=/dev/null: is under /dev, a system directory; use a file of tailwarden's own, such as /run/tailwarden/decisions.jsonl" } },
+	{ "config: paths of its own under system-looking names are fine",
+	  .config = true,
+	  .files = { { "tw.conf", "[Controller]\nStateDir=/var/lib/tailwarden\nDecisionLog=/var/log/tailwarden/d.jsonl\n"
+				  "CgroupBase=/sys/fs/cgroup/\nPoliciesDir=/etc/tailwarden/p..d\n" } },
+	  .summary = { "tw.conf: period 1s, dry-run no, policies /etc/tailwarden/p..d, state /var/lib/tailwarden, "
+		       "decision log /var/log/tailwarden/d.jsonl, cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477" } },
 	{ "config: too long a period, and a policy key",
 	  .config = true,
 	  .files = { { "tw.conf", "[Controller]\nPeriod=2min\nTarget=2ms\n" } },
@@ -526,6 +558,61 @@ static void test_too_many_errors(void **state)
 	policy_errors_clear(&errs);
 }
 
+/*
+ * A thousand policies on one cgroup: one error per file (not one per
+ * pair, 499,500), and at most 100 printed, then how many more.
+ */
+static void test_error_cap(void **state)
+{
+	struct policy_errors errs = { 0 };
+	struct policy_set *set;
+	char name[64], *paths[] = { "d" }, *buf = NULL;
+	size_t len = 0, lines = 0;
+	FILE *f;
+
+	(void)state;
+	for (int i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "d/p%04d.policy", i);
+		write_file(&(struct tfile){ name, LC_HEAD LC_OBJ, 0 });
+	}
+	assert_int_equal(policy_set_load(paths, 1, &set, &errs), -EINVAL);
+	assert_int_equal(errs.n, 999);
+	assert_string_equal(errs.v[998].file, "d/p0999.policy");
+	assert_string_equal(errs.v[998].msg,
+			    "cgroup /lc.slice/web.service is also controlled by service 'p0000' (d/p0000.policy:2)");
+	f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	policy_errors_print(&errs, f);
+	fclose(f);
+	for (char *c = buf; *c; c++)
+		lines += *c == '\n';
+	print_message("1000 policies on one cgroup: %zu errors, %zu lines, %zu bytes printed\n",
+		      errs.n, lines, len);
+	assert_int_equal(lines, 101);
+	assert_true(len < 16384);
+	assert_non_null(strstr(buf, "d/p0100.policy:2: cgroup"));
+	assert_null(strstr(buf, "d/p0101.policy"));
+	assert_string_equal(strrchr(buf, '\n') - strlen("899 more errors not shown"),
+			    "899 more errors not shown\n");
+	free(buf);
+	policy_errors_clear(&errs);
+}
+
+/* A file name with a terminal's escape bytes is printed with '?' for them. */
+static void test_escape_names(void **state)
+{
+	struct policy_errors errs = { 0 };
+	struct policy_set *set;
+	char *paths[] = { "x\x1b]0;pwn\x07.policy" };
+
+	(void)state;
+	write_file(&(struct tfile){ paths[0], "[Service]\nCgroup=x\nClass=x\n", 0 });
+	assert_int_equal(policy_set_load(paths, 1, &set, &errs), -EINVAL);
+	assert_int_equal(errs.n, 1);
+	assert_string_equal(errs.v[0].file, "x?]0;pwn?.policy");
+	policy_errors_clear(&errs);
+}
+
 static void test_config_defaults(void **state)
 {
 	struct policy_errors errs = { 0 };
@@ -710,8 +797,7 @@ static void test_check_command(void **state)
 	assert_string_equal(out, "");
 	assert_string_equal(err, "bad/web.policy:0: missing section [Objective] (required for latency-critical services)\n"
 				 "bad/web.policy:5: unknown key 'CPUQuotta' in [Limits]; did you mean 'CPUQuota'?\n"
-				 "bad/web.policy:1: duplicate service 'web': also defined in d/web.policy\n"
-				 "bad/web.policy:2: cgroup /lc.slice/web.service is also controlled by service 'web' (d/web.policy:2)\n");
+				 "bad/web.policy:1: duplicate service 'web': also defined in d/web.policy\n");
 	free(out), free(err);
 
 	/* A config alone brings its PoliciesDir=. */
@@ -1109,6 +1195,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_check_command, case_setup, case_teardown),
 		cmocka_unit_test_setup_teardown(test_config_max_size, case_setup, case_teardown),
 		cmocka_unit_test(test_config_defaults),
+		cmocka_unit_test_setup_teardown(test_error_cap, case_setup, case_teardown),
+		cmocka_unit_test_setup_teardown(test_escape_names, case_setup, case_teardown),
 		cmocka_unit_test(test_examples),
 	};
 	const struct CMUnitTest unit_tests[] = {
