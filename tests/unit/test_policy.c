@@ -352,7 +352,7 @@ static const struct file_case file_cases[] = {
 	  .files = { { "tw.conf", "[Controller]\nStateDir=/var/lib/tailwarden\nDecisionLog=/var/log/tailwarden/d.jsonl\n"
 				  "CgroupBase=/sys/fs/cgroup/\nPoliciesDir=/etc/tailwarden/p..d\n" } },
 	  .summary = { "tw.conf: period 1s, dry-run no, policies /etc/tailwarden/p..d, state /var/lib/tailwarden, "
-		       "decision log /var/log/tailwarden/d.jsonl, cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477" } },
+		       "decision log /var/log/tailwarden/d.jsonl (max 16M), cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477" } },
 	{ "config: too long a period, and a policy key",
 	  .config = true,
 	  .files = { { "tw.conf", "[Controller]\nPeriod=2min\nTarget=2ms\n" } },
