@@ -31,7 +31,7 @@ SENSING := sensing/hist.c sensing/cgroup.c sensing/cgroupfs.c sensing/idtab.c se
 	sensing/diagnosis.c sensing/contention.c sensing/contention_load.c sensing/reap.c
 CONTROLLER := controller/run.c controller/manager.c controller/sensors.c controller/top.c controller/output.c \
 	controller/knob.c controller/knob_freq.c controller/knob_state.c controller/restore.c controller/check.c \
-	controller/unit.c controller/daemon.c \
+	controller/unit.c controller/daemon.c controller/feed.c \
 	controller/report.c controller/expo.c controller/status.c controller/metrics.c
 POLICIES := policies/action.c policies/engine.c policies/policy.c policies/config.c policies/ini.c policies/units.c
 COMMON := common/log.c common/fileio.c
