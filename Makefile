@@ -143,6 +143,7 @@ integration: tailwarden $(TEST_TOOLS)
 	$(Q)tests/integration/test_install.py
 	$(Q)tests/integration/test_systemd.py
 	$(Q)tests/integration/test_observe.py
+	$(Q)tests/integration/test_replay.py
 
 # Includes run with the flow (bpf -> sensing -> policies -> controller).
 check-layers:

@@ -77,8 +77,8 @@ static void on_signal(int sig)
 static void help(void)
 {
 	printf("Usage: tailwarden record --out FILE [OPTIONS]\n\n"
-	       "Records what the sensors see each tick, per cgroup (what 'top --json'\n"
-	       "shows, the histograms and the knobs' values), as gzip-compressed JSON\n"
+	       "Records what the sensors see each tick, per cgroup (what top shows as\n"
+	       "JSON, the histograms and the knobs' values), as gzip-compressed JSON\n"
 	       "Lines, for 'tailwarden replay'. Ticks fall on multiples of the period on\n"
 	       "the monotonic clock, as the daemon's do. Changes nothing. Must run as root.\n\n"
 	       "  -o, --out FILE        the recording (replaced if it exists)\n"

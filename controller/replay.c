@@ -53,7 +53,7 @@ static void help(void)
 {
 	printf("Usage: tailwarden replay FILE [OPTIONS]\n\n"
 	       "Runs the policy engine over a recording made by 'tailwarden record', as\n"
-	       "'run --dry-run' would have run it: the knobs start from their recorded\n"
+	       "a dry run of the daemon would have: the knobs start from their recorded\n"
 	       "values and take the engine's decisions virtually. Touches nothing; needs\n"
 	       "no privileges. Prints each decision with its reason, then a summary:\n"
 	       "windows over target, changes per knob, time spent throttled. The same\n"
