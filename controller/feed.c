@@ -42,7 +42,8 @@ uint64_t feed_next_tick(uint64_t usec, uint64_t period_ns)
 {
 	uint64_t p = period_ns / 1000 ? period_ns / 1000 : 1;
 
-	return (usec / p + 1) * p;
+	/* At least half a period on: a first tick of a few ms would be noise. */
+	return ((usec + p / 2) / p + 1) * p;
 }
 
 uint64_t feed_tick_index(uint64_t usec, uint64_t period_ns)

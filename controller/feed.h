@@ -40,7 +40,10 @@ int feed_reset(struct feed *f);
 /* The service is gone: the window under way is dropped. */
 void feed_absent(struct feed *f);
 
-/* The first tick boundary after usec (CLOCK_MONOTONIC): a multiple of the period. */
+/*
+ * The first tick boundary (a multiple of the period on CLOCK_MONOTONIC) at
+ * least half a period after usec.
+ */
 uint64_t feed_next_tick(uint64_t usec, uint64_t period_ns);
 /* The index of the tick at usec (a boundary): usec / period. */
 uint64_t feed_tick_index(uint64_t usec, uint64_t period_ns);

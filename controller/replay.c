@@ -288,14 +288,12 @@ static void summary(struct replay *rp, const char *error)
 	}
 }
 
-static int load(struct replay *rp, char *policies, const char *config, char *err, size_t len)
+static int load(struct replay *rp, char *policies, const char *config)
 {
 	struct policy_errors errs = { 0 };
 	struct tw_config *cfg = NULL;
 	int r;
 
-	(void)err;
-	(void)len;
 	if (!policies) {
 		if (daemon_load_config(config, TW_CONFIG_PATH, &cfg))
 			return -EINVAL;
@@ -364,7 +362,7 @@ int cmd_replay(int argc, char **argv)
 		log_error("%s", err);
 		return 1;
 	}
-	r = load(&rp, policies, config, err, sizeof(err));
+	r = load(&rp, policies, config);
 	if (r)
 		goto out;
 	if (!rp.json)

@@ -22,6 +22,8 @@ static void test_ticks(void **state)
 	assert_true(feed_next_tick(0, 500 * MS) == 500000);
 	assert_true(feed_next_tick(1234567, 500 * MS) == 1500000);
 	assert_true(feed_next_tick(1500000, 500 * MS) == 2000000);
+	/* Not 1.5 s, 0.2 s away: the first interval is at least half a period. */
+	assert_true(feed_next_tick(1300000, 500 * MS) == 2000000);
 	assert_true(feed_tick_index(1500000, 500 * MS) == 3);
 	/* A time a little off the boundary still names its tick. */
 	assert_true(feed_tick_index(1500999, 500 * MS) == 3);
