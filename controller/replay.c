@@ -366,9 +366,10 @@ int cmd_replay(int argc, char **argv)
 	if (r)
 		goto out;
 	if (!rp.json)
-		printf("replay of %s: host %s, kernel %s, tailwarden %s, period %.0f ms, %s; %zu policies\n",
+		printf("replay of %s: host %s, kernel %s, tailwarden %s, period %.0f ms, %s; %zu polic%s\n",
 		       rp.file, rp.h.host, rp.h.kernel, rp.h.version, rp.h.period_ns / 1e6,
-		       rp.h.contention ? "with contention" : "requests only", rp.set->n);
+		       rp.h.contention ? "with contention" : "requests only", rp.set->n,
+		       rp.set->n == 1 ? "y" : "ies");
 	while ((r = rec_next(rd, &t, err, sizeof(err))) > 0) {
 		r = replay_tick(&rp, &t);
 		rec_tick_clear(&t);

@@ -358,6 +358,16 @@ static void test_rotation(void **state)
 	assert_int_equal(rec_open(path, &rd, &h, err, sizeof(err)), 0);
 	assert_int_equal(h.part, 2);
 	rec_close(rd);
+	/* cat FILE.1 FILE: one recording (two gzip members, a header between). */
+	{
+		char both[300], cmd[1024];
+
+		snprintf(both, sizeof(both), "%s/both.jsonl.gz", dir);
+		snprintf(cmd, sizeof(cmd), "cat '%s' '%s' > '%s'", old, path, both);
+		assert_int_equal(system(cmd), 0);
+		assert_int_equal(read_all(both, &r, err, sizeof(err)), n1 + n2);
+		assert_int_equal(r, 0);
+	}
 }
 
 int main(void)
