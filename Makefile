@@ -13,7 +13,7 @@ CFLAGS ?= -O2 -g
 # Includes name their folder ("bpf/sensor_abi.h", "sensing/hist.h") from the
 # top; .output holds vmlinux.h and the skeletons.
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I. -I$(OUTPUT)
-LDLIBS := -lbpf -lelf -lz -ljson-c -lm -lcpupower -linih -lsystemd -lmicrohttpd -lpthread
+LDLIBS := -lbpf -lelf $(shell pkg-config --libs zlib 2>/dev/null || echo -lz) -ljson-c -lm -lcpupower -linih -lsystemd -lmicrohttpd -lpthread
 ifeq ($(SANITIZE),1)
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
@@ -31,7 +31,8 @@ SENSING := sensing/hist.c sensing/cgroup.c sensing/cgroupfs.c sensing/idtab.c se
 	sensing/diagnosis.c sensing/contention.c sensing/contention_load.c sensing/reap.c
 CONTROLLER := controller/run.c controller/manager.c controller/decisions.c controller/sensors.c controller/top.c controller/output.c \
 	controller/knob.c controller/knob_freq.c controller/knob_state.c controller/restore.c controller/check.c \
-	controller/unit.c controller/daemon.c \
+	controller/unit.c controller/daemon.c controller/feed.c \
+	controller/recording.c controller/record.c controller/replay.c \
 	controller/report.c controller/expo.c controller/status.c controller/metrics.c
 POLICIES := policies/action.c policies/engine.c policies/policy.c policies/config.c policies/ini.c policies/units.c
 COMMON := common/log.c common/fileio.c
@@ -142,6 +143,7 @@ integration: tailwarden $(TEST_TOOLS)
 	$(Q)tests/integration/test_install.py
 	$(Q)tests/integration/test_systemd.py
 	$(Q)tests/integration/test_observe.py
+	$(Q)tests/integration/test_replay.py
 
 # Includes run with the flow (bpf -> sensing -> policies -> controller).
 check-layers:

@@ -8,6 +8,8 @@ int cmd_top(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
 
 #define TW_VERSION "0.1.0"
 

@@ -14,6 +14,8 @@ static const struct {
 	{ "restore", cmd_restore, "restore knobs recorded in the state file (after a crash)" },
 	{ "check", cmd_check, "validate policy and config files" },
 	{ "status", cmd_status, "what the running daemon does now (exit status 3: not running)" },
+	{ "record", cmd_record, "record the sensors' per-tick samples to a file, for replay" },
+	{ "replay", cmd_replay, "run the policies over a recording, touching nothing" },
 };
 
 static void usage(FILE *f)

@@ -26,6 +26,7 @@
 #include "controller/daemon.h"
 #include "controller/decisions.h"
 #include "controller/expo.h"
+#include "controller/feed.h"
 #include "controller/knob.h"
 #include "controller/knob_state.h"
 #include "controller/manager.h"
@@ -56,11 +57,7 @@ struct service_rt {
 	struct knobs *knobs;	   /* NULL while the cgroup does not exist */
 	struct unit_props up;	   /* Unit=: the unit as read this tick */
 	char absent[2 * PATH_MAX]; /* why it is not controlled, as last logged */
-	struct qos_sample window;  /* ticks of the current window, merged */
-	unsigned ticks, window_ticks;
-	struct diag_state *diag;
-	struct diagnosis last_diag;
-	bool have_diag;
+	struct feed feed;          /* window and diagnosis (feed.h) */
 	double written[KNOB_MAX];  /* last value we wrote (or would have) */
 	bool wrote[KNOB_MAX];
 	bool overridden[KNOB_MAX];
@@ -134,7 +131,7 @@ static void services_free(struct manager *m)
 {
 	for (size_t i = 0; m->svc && i < m->set->n; i++) {
 		knobs_free(m->svc[i].knobs);
-		diag_state_free(m->svc[i].diag);
+		feed_free(&m->svc[i].feed);
 	}
 	free(m->svc);
 	m->svc = NULL;
@@ -235,7 +232,7 @@ static void service_absent(struct manager *m, struct service_rt *s, int err)
 		s->knobs = NULL;
 		s->last_cgid = s->cgid;
 		s->cgid = 0;
-		s->ticks = 0;
+		feed_absent(&s->feed);
 		snprintf(s->absent, sizeof(s->absent), "%s", msg);
 		log_full(level == LOG_ERR ? level : LOG_NOTICE, "service %s: %s (it was %s, id %llu; holding)",
 			 s->p->name, msg, s->cg, (unsigned long long)s->last_cgid);
@@ -269,11 +266,9 @@ static void service_renew(struct manager *m, struct service_rt *s, int idx, uint
 	memset(s->wrote, 0, sizeof(s->wrote));
 	memset(s->overridden, 0, sizeof(s->overridden));
 	memset(s->fail, 0, sizeof(s->fail));
-	s->ticks = 0;
-	s->have_diag = false;
 	s->verdict[0] = '\0';
-	diag_state_free(s->diag);
-	s->diag = diag_state_new();
+	if (feed_reset(&s->feed) < 0)
+		log_warning("service %s: out of memory for its diagnosis, ignoring", s->p->name);
 	engine_service_reset(m->engine, idx);
 	/* A unit's properties may just have been set back: read them again. */
 	if (s->p->unit && m->bus)
@@ -327,8 +322,6 @@ static void service_resolve(struct manager *m, struct service_rt *s, int idx)
 
 static int services_new(struct manager *m)
 {
-	double period = m->cfg->period_ns;
-
 	/* The tick's scratch, here and not on its stack: it grows with the set. */
 	m->nacts = m->set->n * KNOB_MAX + 1;
 	m->svc = calloc(m->set->n ? m->set->n : 1, sizeof(*m->svc));
@@ -340,11 +333,7 @@ static int services_new(struct manager *m)
 		struct service_rt *s = &m->svc[i];
 
 		s->p = &m->set->v[i];
-		s->window_ticks = s->p->window_ns ? (unsigned)ceil(s->p->window_ns / period) : 1;
-		if (s->window_ticks < 1)
-			s->window_ticks = 1;
-		s->diag = diag_state_new();
-		if (!s->diag)
+		if (feed_init(&s->feed, s->p, m->cfg->period_ns))
 			return -ENOMEM;
 		service_resolve(m, s, i);
 	}
@@ -538,22 +527,9 @@ static void read_knobs(struct manager *m, struct service_rt *s, int idx, double 
 	}
 }
 
-/* Fold this tick into the service's window; true when the window is complete. */
-static bool window_add(struct service_rt *s, const struct qos_sample *q)
-{
-	if (s->ticks == 0) {
-		s->window = *q;
-	} else {
-		s->window.requests += q->requests;
-		s->window.interval_s += q->interval_s;
-		hist_merge(&s->window.latency, &q->latency);
-	}
-	return ++s->ticks >= s->window_ticks;
-}
-
 static void sense_service(struct manager *m, struct service_rt *s, int idx,
 			  const struct sensor_snapshot *now, struct contention_snapshot *cnow,
-			  double iv, struct engine_input *in)
+			  uint64_t tick, double iv, struct engine_input *in)
 {
 	struct qos_sample *q = m->q;             /* big (histograms): the heap's, */
 	struct contention_sample *c = m->c;      /* reused for every service */
@@ -567,26 +543,11 @@ static void sense_service(struct manager *m, struct service_rt *s, int idx,
 		return;
 	sensor_sample(now, m->prev, s->cgid, iv, q);
 	if (m->cont && cnow &&
-	    !contention_sample(m->cont, cnow, m->cprev, s->cgid, s->cg, iv, c)) {
+	    !contention_sample(m->cont, cnow, m->cprev, s->cgid, s->cg, iv, c))
 		have_c = true;
-		diag_update(s->diag, q, c, &s->last_diag);
-		s->have_diag = true;
-		/* Sizes the first quota cut of a best-effort service with none. */
-		if (isfinite(c->cpu_usage_s) && iv > 0)
-			in->cpu_usage = c->cpu_usage_s / iv;
-	} else {
-		diag_update(s->diag, q, NULL, &s->last_diag);
-		s->have_diag = m->cont != NULL;
-	}
 	hook_sample(m, s, q, have_c ? c : NULL); /* status and metrics */
-	if (!window_add(s, q))
-		return;
-	hook_window(m, s); /* status and metrics */
-	in->have_window = true;
-	in->requests = s->window.requests;
-	in->latency_ns = hist_percentile(&s->window.latency, s->p->percentile);
-	in->diag = s->have_diag ? &s->last_diag : NULL;
-	s->ticks = 0;
+	if (feed_tick(&s->feed, s->p, tick, q, have_c ? c : NULL, m->cont != NULL, iv, in))
+		hook_window(m, s); /* status and metrics */
 }
 
 /*
@@ -695,7 +656,8 @@ static int tick(struct manager *m, uint64_t usec)
 		cnow = NULL;
 	iv = (usec - m->last_usec) / 1e6;
 	for (size_t i = 0; i < m->set->n; i++)
-		sense_service(m, &m->svc[i], i, now, cnow, iv, &m->in[i]);
+		sense_service(m, &m->svc[i], i, now, cnow,
+			      feed_tick_index(usec, m->cfg->period_ns), iv, &m->in[i]);
 	n = engine_tick(m->engine, usec * 1000, m->in, m->acts, m->nacts);
 	if (n < 0)
 		log_error_errno(n, "Failed to decide this tick (policy engine: %m), ignoring");
@@ -918,8 +880,9 @@ int manager_run(struct manager *m)
 		return log_error_errno(r, "Failed to read the request sensor: %m");
 	if (m->cont && (r = contention_read(m->cont, &m->cprev)))
 		return log_error_errno(r, "Failed to read the contention sensor: %m");
+	/* Ticks on multiples of the period, as `record` samples (feed.h). */
 	r = sd_event_add_time(m->event, NULL, CLOCK_MONOTONIC,
-				      m->last_usec + m->cfg->period_ns / 1000, 1000, on_tick, m);
+			      feed_next_tick(m->last_usec, m->cfg->period_ns), 1000, on_tick, m);
 	if (r >= 0)
 		r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
 	if (r >= 0)
@@ -998,7 +961,8 @@ static void hook_window(struct manager *m, struct service_rt *s)
 	struct report_service *rs = hook_service(m, s);
 
 	if (rs)
-		report_window(rs, &s->window.latency, s->window.requests, s->window.interval_s,
+		report_window(rs, &s->feed.window.latency, s->feed.window.requests,
+			      s->feed.window.interval_s,
 			      s->p->klass == POLICY_LATENCY_CRITICAL ? s->p->percentile : NAN);
 }
 
