@@ -15,8 +15,8 @@ CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I. -I$(OUTPUT)
 LDLIBS := -lbpf -lelf $(shell pkg-config --libs zlib 2>/dev/null || echo -lz) -ljson-c -lm -lcpupower -linih -lsystemd -lmicrohttpd -lpthread
 ifeq ($(SANITIZE),1)
-CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
-LDFLAGS += -fsanitize=address,undefined
+CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined
 endif
 
 ifeq ($(V),1)

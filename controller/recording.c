@@ -572,7 +572,8 @@ static int fill(struct rec_reader *r, char *err, size_t errlen)
 static int next_line(struct rec_reader *r, char **line, uint64_t *off, char *err, size_t errlen)
 {
 	for (;;) {
-		char *nl = memchr(r->buf + r->pos, '\n', r->len - r->pos);
+		/* buf is NULL before the first fill: no memchr/memmove on it. */
+		char *nl = r->len > r->pos ? memchr(r->buf + r->pos, '\n', r->len - r->pos) : NULL;
 		int k;
 
 		if (nl) {
@@ -583,7 +584,8 @@ static int next_line(struct rec_reader *r, char **line, uint64_t *off, char *err
 			r->line++;
 			return 1;
 		}
-		memmove(r->buf, r->buf + r->pos, r->len - r->pos);
+		if (r->pos && r->len > r->pos)
+			memmove(r->buf, r->buf + r->pos, r->len - r->pos);
 		r->ubase += r->pos;
 		r->len -= r->pos;
 		r->pos = 0;
