@@ -144,6 +144,7 @@ integration: tailwarden $(TEST_TOOLS)
 	$(Q)tests/integration/test_systemd.py
 	$(Q)tests/integration/test_observe.py
 	$(Q)tests/integration/test_replay.py
+	$(Q)tests/integration/test_iosched.py
 
 # Includes run with the flow (bpf -> sensing -> policies -> controller).
 check-layers:

@@ -250,17 +250,15 @@ static int set_metrics(void *obj, const char *v, char *why)
 	return c->metrics ? 0 : -ENOMEM;
 }
 
-/* IOScheduler=bfq; empty: never touch a disk's scheduler. */
+/* IOScheduler=bfq; left out: never touch a disk's scheduler. */
 static int set_io_scheduler(void *obj, const char *v, char *why)
 {
 	struct tw_config *c = obj;
 
 	free(c->io_scheduler);
 	c->io_scheduler = NULL;
-	if (!*v)
-		return 0;
 	if (strcmp(v, "bfq"))
-		return unit_fail(why, "'%s' is not supported; only bfq (the scheduler I/O weight acts through), or empty for none", v);
+		return unit_fail(why, "'%s' is not supported; only bfq (the scheduler I/O weight acts through); leave the key out to never switch", v);
 	c->io_scheduler = strdup(v);
 	return c->io_scheduler ? 0 : -ENOMEM;
 }
@@ -283,7 +281,7 @@ static bool device_name(const char *v, size_t n)
 	return true;
 }
 
-/* IOSchedulerDevices=vda sdb: names of /sys/block; empty: the default. */
+/* IOSchedulerDevices=vda sdb: names of /sys/block. */
 static int set_io_scheduler_devices(void *obj, const char *v, char *why)
 {
 	struct tw_config *c = obj;
@@ -335,7 +333,7 @@ static const struct ini_key config_keys[] = {
 	[K_CGROUP_BASE] = { S_CONTROLLER, "CgroupBase", "an absolute path", set_cgroup_base },
 	[K_BUS] = { S_CONTROLLER, "Bus", "auto, system or user", set_bus },
 	[K_METRICS] = { S_CONTROLLER, "Metrics", "IPV4:PORT, [IPV6]:PORT or no", set_metrics },
-	[K_IO_SCHEDULER] = { S_CONTROLLER, "IOScheduler", "bfq, or empty", set_io_scheduler },
+	[K_IO_SCHEDULER] = { S_CONTROLLER, "IOScheduler", "bfq", set_io_scheduler },
 	[K_IO_SCHEDULER_DEVICES] = { S_CONTROLLER, "IOSchedulerDevices", "block device names such as vda",
 				     set_io_scheduler_devices },
 };

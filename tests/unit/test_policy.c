@@ -368,7 +368,7 @@ static const struct file_case file_cases[] = {
 	{ "config: a scheduler other than bfq, a device name that is a path",
 	  .config = true,
 	  .files = { { "tw.conf", "[Controller]\nIOScheduler=cfq\nIOSchedulerDevices=vda ../../etc\n" } },
-	  .errors = { "tw.conf:2: IOScheduler=cfq: 'cfq' is not supported; only bfq (the scheduler I/O weight acts through), or empty for none",
+	  .errors = { "tw.conf:2: IOScheduler=cfq: 'cfq' is not supported; only bfq (the scheduler I/O weight acts through); leave the key out to never switch",
 		      "tw.conf:3: IOSchedulerDevices=vda ../../etc: '../../etc' is not a block device's name as in /sys/block (such as vda or nvme0n1)" } },
 	{ "config: too long a period, and a policy key",
 	  .config = true,
