@@ -33,6 +33,11 @@
  *                                "bus": "unix:path=/run/dbus/system_bus_socket" } }
  *
  * (UINT64_MAX is systemd's "not set", which a restore sets back too.)
+ * A disk's I/O scheduler (IOScheduler=) belongs to no cgroup; its record
+ * names the device, and "original" and "written" are scheduler names:
+ *
+ *                { "knob": "io.scheduler", "device": "vda",
+ *                  "original": "mq-deadline", "written": "bfq" }
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -48,6 +53,7 @@
 #include "common/defaults.h"
 #include "common/fileio.h"
 #include "common/log.h"
+#include "controller/iosched.h"
 #include "controller/knob.h"
 #include "controller/knob_state.h"
 #include "controller/unit.h"
@@ -109,6 +115,15 @@ static bool known_knob(const char *name)
 	return false;
 }
 
+#define IOSCHED_KNOB "io.scheduler"
+
+static bool is_iosched(struct json_object *e)
+{
+	const char *k = str_of(e, "knob");
+
+	return k && !strcmp(k, IOSCHED_KNOB);
+}
+
 /*
  * Every field a restore will read, with its type and range: json-c
  * aborts the process on an array call on a non-array, and a state file
@@ -122,6 +137,16 @@ static const char *check_record(struct json_object *e)
 
 	if (!json_object_is_type(e, json_type_object))
 		return "not an object";
+	if (is_iosched(e)) {
+		if (!str_of(e, "device") || !iosched_valid_name(str_of(e, "device")))
+			return "\"device\" is not a block device's name ([a-z0-9_-], 1 to 31 characters)";
+		if (!str_of(e, "original") || !iosched_valid_name(str_of(e, "original")))
+			return "\"original\" is not a scheduler's name";
+		if (json_object_object_get_ex(e, "written", &v) &&
+		    (!str_of(e, "written") || !iosched_valid_name(str_of(e, "written"))))
+			return "\"written\" is not a scheduler's name";
+		return NULL;
+	}
 	if (!str_of(e, "cgroup_base") || str_of(e, "cgroup_base")[0] != '/')
 		return "\"cgroup_base\" is not an absolute path";
 	if (!str_of(e, "cgroup"))
@@ -411,7 +436,7 @@ static int find(const struct knob_state *s, const char *base, const char *rel, e
 	for (size_t i = 0; i < json_object_array_length(s->knobs); i++) {
 		struct json_object *e = json_object_array_get_idx(s->knobs, i);
 
-		if (str_of(e, "unit"))
+		if (str_of(e, "unit") || is_iosched(e))
 			continue;
 		if (!strcmp(str_of(e, "cgroup_base"), base) && !strcmp(str_of(e, "cgroup"), rel) &&
 		    !strcmp(str_of(e, "knob"), knob_kind_name(kind)))
@@ -693,7 +718,7 @@ int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *
 		struct json_object *e = json_object_array_get_idx(s->knobs, i), *snap;
 		const char *u = str_of(e, "unit");
 
-		if (!strcmp(str_of(e, "knob"), knob_kind_name(KNOB_CPU_FREQ)))
+		if (!strcmp(str_of(e, "knob"), knob_kind_name(KNOB_CPU_FREQ)) || is_iosched(e))
 			continue;
 		if (unit ? !u || strcmp(u, unit)
 			 : u || strcmp(str_of(e, "cgroup_base"), cgroup_base) || strcmp(str_of(e, "cgroup"), rel))
@@ -718,7 +743,8 @@ static void say(knob_report_fn fn, void *userdata, struct json_object *e, const 
 	char line[1024];
 
 	snprintf(line, sizeof(line), "%s of %s: %s", str_of(e, "knob"),
-		 str_of(e, "unit") ? str_of(e, "unit") : str_of(e, "cgroup"), what);
+		 str_of(e, "unit") ? str_of(e, "unit") : is_iosched(e) ? str_of(e, "device") : str_of(e, "cgroup"),
+		 what);
 	log_make_printable(line);
 	log_debug("%s", line);
 	if (fn)
@@ -737,8 +763,105 @@ static bool same_base(const char *a, const char *b)
 	return n == m && !strncmp(a, b, n);
 }
 
-int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
-				  knob_report_fn fn, void *userdata, int *left_alone)
+/*
+ * Put a disk's scheduler back: only a name the device offers, and only
+ * while it still runs what we wrote (else -ESTALE). -ENOENT: device gone.
+ */
+static int iosched_restore(struct json_object *e, knob_report_fn fn, void *userdata, char *why,
+			   size_t whylen)
+{
+	const char *dev = str_of(e, "device"), *orig = str_of(e, "original"), *written = str_of(e, "written");
+	struct iosched now;
+	char line[256];
+	int r;
+
+	r = iosched_get(dev, &now);
+	if (r == -EMEDIUMTYPE)
+		snprintf(why, whylen, "/sys/block/%s/queue/scheduler is not on sysfs", dev);
+	if (r)
+		return r;
+	if (strcmp(now.current, orig)) {
+		if (written && strcmp(now.current, written)) {
+			snprintf(why, whylen, "its scheduler is %s, not %s as we set it", now.current, written);
+			return -ESTALE;
+		}
+		if (!iosched_offers(&now, orig)) {
+			snprintf(why, whylen, "%s does not offer the scheduler %s", dev, orig);
+			return -EBADMSG;
+		}
+		r = iosched_set(dev, orig);
+		if (r) {
+			snprintf(why, whylen, "failed to switch %s to %s: %s", dev, orig, strerror(-r));
+			return r;
+		}
+	}
+	snprintf(line, sizeof(line), "/sys/block/%s/queue/scheduler: %s", dev, orig);
+	if (fn)
+		fn(userdata, line);
+	return 0;
+}
+
+static int find_iosched(const struct knob_state *s, const char *dev)
+{
+	for (size_t i = 0; i < json_object_array_length(s->knobs); i++) {
+		struct json_object *e = json_object_array_get_idx(s->knobs, i);
+
+		if (is_iosched(e) && !strcmp(str_of(e, "device"), dev))
+			return i;
+	}
+	return -1;
+}
+
+bool knob_state_has_iosched(const struct knob_state *s, const char *dev)
+{
+	return find_iosched(s, dev) >= 0;
+}
+
+int knob_state_write_iosched(struct knob_state *s, const char *dev, const char *name)
+{
+	struct json_object *e;
+	struct iosched now;
+	int i, r;
+
+	i = find_iosched(s, dev);
+	if (i < 0) {
+		r = iosched_get(dev, &now);
+		if (r)
+			return r;
+		e = json_object_new_object();
+		if (!e || json_object_object_add(e, "knob", json_object_new_string(IOSCHED_KNOB)) ||
+		    json_object_object_add(e, "device", json_object_new_string(dev)) ||
+		    json_object_object_add(e, "original", json_object_new_string(now.current)) ||
+		    json_object_array_add(s->knobs, e)) {
+			json_object_put(e);
+			return -ENOMEM;
+		}
+		r = save(s);
+		if (r) { /* not on disk: not recorded, and we must not write */
+			json_object_array_del_idx(s->knobs, json_object_array_length(s->knobs) - 1, 1);
+			return r;
+		}
+		i = json_object_array_length(s->knobs) - 1;
+	}
+	e = json_object_array_get_idx(s->knobs, i);
+	if (has_written(e)) {
+		json_object_object_del(e, "written");
+		r = save(s);
+		if (r)
+			return r;
+	}
+	r = iosched_set(dev, name);
+	if (r)
+		return r;
+	if (json_object_object_add(e, "written", json_object_new_string(name)) || (r = save(s))) {
+		json_object_object_del(e, "written");
+		log_debug_errno(r, "Failed to record the scheduler written to %s: %m", dev);
+	}
+	return 0;
+}
+
+static int restore_all(struct knob_state *s, const char *cgroup_base, bool keep_iosched,
+		       knob_report_fn fn, void *userdata, int *left_alone)
 {
 	struct json_object *failed = json_object_new_array();
 	int restored = 0, first = 0, r;
@@ -752,8 +875,12 @@ int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
 		struct json_object *e = json_object_array_get_idx(s->knobs, i);
 
 		why[0] = '\0';
+		if (is_iosched(e) && keep_iosched) {
+			r = -EAGAIN;
+		} else if (is_iosched(e)) {
+			r = iosched_restore(e, fn, userdata, why, sizeof(why));
 		/* A frequency record names CPUs, not files under a root: no root to check. */
-		if (cgroup_base && !same_base(str_of(e, "cgroup_base"), cgroup_base) &&
+		} else if (cgroup_base && !same_base(str_of(e, "cgroup_base"), cgroup_base) &&
 		    strcmp(str_of(e, "knob"), knob_kind_name(KNOB_CPU_FREQ))) {
 			snprintf(why, sizeof(why), "recorded for the cgroup root %s, not CgroupBase=%s; refusing it",
 				 str_of(e, "cgroup_base"), cgroup_base);
@@ -763,8 +890,17 @@ int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
 		}
 		if (r == -ENOENT) {
 			say(fn, userdata, e, str_of(e, "unit") ? "unit gone, nothing to restore"
-							       : "cgroup gone, nothing to restore");
+					     : is_iosched(e) ? "device gone, nothing to restore"
+							     : "cgroup gone, nothing to restore");
 			r = 0;
+		}
+		if (r == -EAGAIN) { /* kept as it is */
+			if (json_object_array_add(failed, json_object_get(e))) {
+				json_object_put(e);
+				json_object_put(failed);
+				return -ENOMEM;
+			}
+			continue;
 		}
 		if (r == -ESTALE) {
 			snprintf(what, sizeof(what), "left alone: changed by someone else since (%s)", why);
@@ -793,7 +929,18 @@ int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
 	return first ? first : r ? r : restored;
 }
 
+int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
+				  knob_report_fn fn, void *userdata, int *left_alone)
+{
+	return restore_all(s, cgroup_base, false, fn, userdata, left_alone);
+}
+
 int knob_state_restore_all(struct knob_state *s, const char *cgroup_base)
 {
-	return knob_state_restore_all_report(s, cgroup_base, NULL, NULL, NULL);
+	return restore_all(s, cgroup_base, false, NULL, NULL, NULL);
+}
+
+int knob_state_restore_knobs(struct knob_state *s, const char *cgroup_base)
+{
+	return restore_all(s, cgroup_base, true, NULL, NULL, NULL);
 }

@@ -99,11 +99,27 @@ int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *
  */
 int knob_state_restore_all(struct knob_state *s, const char *cgroup_base);
 /*
+ * Same, but the disks' schedulers stay as they are, recorded (a reload:
+ * the policies change, IOScheduler= does not).
+ */
+int knob_state_restore_knobs(struct knob_state *s, const char *cgroup_base);
+/*
  * Same, calling fn with one line in words per file or CPU it restored,
  * per knob left alone and per record refused; *left_alone (may be NULL)
  * the number left alone.
  */
 int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
 				  knob_report_fn fn, void *userdata, int *left_alone);
+
+/*
+ * IOScheduler=: record the scheduler of block device dev as it is now (if
+ * not yet recorded), then switch it to name (iosched_set()), and record
+ * name as "written", as knob_state_write() does for a knob. A restore
+ * puts the original back while the device still runs what we wrote.
+ * 0 or -errno of the record or the switch.
+ */
+int knob_state_write_iosched(struct knob_state *s, const char *dev, const char *name);
+/* Is there a record of dev's scheduler (we switched it)? */
+bool knob_state_has_iosched(const struct knob_state *s, const char *dev);
 
 #endif

@@ -28,6 +28,7 @@
 #include "controller/expo.h"
 #include "controller/feed.h"
 #include "controller/knob.h"
+#include "controller/iosched.h"
 #include "controller/knob_state.h"
 #include "controller/manager.h"
 #include "controller/metrics.h"
@@ -693,14 +694,18 @@ static int on_tick(sd_event_source *src, uint64_t usec, void *userdata)
 	return r;
 }
 
-/* Put back every knob we changed. 0 or the first -errno. */
-static int restore(struct manager *m)
+/*
+ * Put back every knob we changed (but the disks' schedulers with
+ * keep_iosched: a reload). 0 or the first -errno.
+ */
+static int restore(struct manager *m, bool keep_iosched)
 {
 	int r;
 
 	if (!m->state)
 		return 0;
-	r = knob_state_restore_all(m->state, m->cfg->cgroup_base);
+	r = keep_iosched ? knob_state_restore_knobs(m->state, m->cfg->cgroup_base)
+			 : knob_state_restore_all(m->state, m->cfg->cgroup_base);
 	if (r < 0)
 		return log_error_errno(r, "Failed to restore some knobs (state file kept; run 'tailwarden restore')");
 	if (r > 0)
@@ -715,6 +720,8 @@ static int restore(struct manager *m)
  * running. A valid one restores every knob first, so the new policies
  * start from the original values.
  */
+static void io_schedulers(struct manager *m);
+
 static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata)
 {
 	struct manager *m = userdata;
@@ -745,7 +752,7 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	 * Knobs not put back stay in the state file for `tailwarden restore`;
 	 * the new policies start from what the cgroups hold now.
 	 */
-	if (restore(m) < 0)
+	if (restore(m, true) < 0)
 		log_warning("reload: some knobs keep the values we set, ignoring");
 	services_free(m);
 	engine_free(m->engine);
@@ -755,11 +762,94 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	if (services_new(m) < 0)
 		return sd_event_exit(m->event, -ENOMEM);
 	log_notice("reloaded: %zu service(s)", set->n);
+	io_schedulers(m);
 done:
 	/* READY=1 ends the reload either way; STATUS= says whether it was taken. */
 	notify_status(m);
 	sd_notify(0, "READY=1");
 	return 0;
+}
+
+static bool limits_io_weight(const struct policy_set *set)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (set->v[i].io_weight.set)
+			return true;
+	return false;
+}
+
+/*
+ * I/O weight acts only while a disk's scheduler is bfq. When a policy
+ * limits IOWeight= (or IOScheduler= is set), one line per disk says
+ * whether it can; with IOScheduler=bfq, disks on another scheduler that
+ * offer bfq are switched to it (recorded first, restored at exit). The
+ * disks: IOSchedulerDevices=, else every whole disk (iosched_devices()).
+ */
+static void io_schedulers(struct manager *m)
+{
+	const char *want = m->cfg->io_scheduler;
+	char **all = NULL, **devs = m->cfg->io_scheduler_devices;
+	int r;
+
+	if (!want && !limits_io_weight(m->set))
+		return;
+	if (!devs || !devs[0]) {
+		r = iosched_devices(&all);
+		if (r) {
+			log_warning_errno(r, "Failed to list the block devices in /sys/block: %m");
+			return;
+		}
+		devs = all;
+		if (!devs[0])
+			log_notice("I/O weight: no disk with an I/O scheduler in /sys/block");
+	}
+	for (size_t i = 0; devs[i]; i++) {
+		const char *dev = devs[i];
+		struct iosched now;
+		char was[IOSCHED_NAME_MAX];
+
+		r = iosched_get(dev, &now);
+		if (r == -ENOENT) {
+			log_warning("I/O weight: %s is not a disk with an I/O scheduler (no /sys/block/%s/queue/scheduler)",
+				    dev, dev);
+			continue;
+		}
+		if (r) {
+			log_warning_errno(r, "Failed to read /sys/block/%s/queue/scheduler: %s", dev,
+					  r == -EBADMSG ? "unexpected contents" : strerror(-r));
+			continue;
+		}
+		if (!strcmp(now.current, "bfq")) {
+			log_info("I/O weight can act on %s: its scheduler is bfq%s", dev,
+				 m->state && knob_state_has_iosched(m->state, dev) ? " (switched by tailwarden)" : "");
+			continue;
+		}
+		if (!want) {
+			log_notice("I/O weight has no effect on %s: its scheduler is %s; set IOScheduler=bfq to let tailwarden switch it while it runs",
+				   dev, now.current);
+			continue;
+		}
+		if (!iosched_offers(&now, want)) {
+			log_warning("I/O weight has no effect on %s: its scheduler is %s and it does not offer %s (is the bfq module available?); leaving it",
+				    dev, now.current, want);
+			continue;
+		}
+		if (m->o.dry_run) {
+			log_notice("dry-run: would switch the I/O scheduler of %s from %s to %s; I/O weight has no effect on it meanwhile",
+				   dev, now.current, want);
+			continue;
+		}
+		snprintf(was, sizeof(was), "%s", now.current);
+		r = knob_state_write_iosched(m->state, dev, want);
+		if (r) {
+			log_error_errno(r, "Failed to switch the I/O scheduler of %s from %s to %s: %m; I/O weight has no effect on it",
+					dev, was, want);
+			continue;
+		}
+		log_notice("switched the I/O scheduler of %s from %s to %s while tailwarden runs: I/O weight can act on it",
+			   dev, was, want);
+	}
+	iosched_devices_free(all);
 }
 
 static int on_exit_signal(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata)
@@ -894,6 +984,8 @@ int manager_run(struct manager *m)
 		r = daemon_watchdog_new(m->event, m->cfg->period_ns / 1000, &m->watchdog);
 	if (r < 0)
 		return log_error_errno(r, "Failed to set up the event loop: %m");
+	/* Before the first tick; nothing returns between here and the restore. */
+	io_schedulers(m);
 	log_info("running: %zu service(s), period %.0f ms%s", m->set->n, m->cfg->period_ns / 1e6,
 		 m->o.dry_run ? ", dry-run" : "");
 	hook_publish(m, 0); /* status and metrics, before the first tick */
@@ -902,7 +994,7 @@ int manager_run(struct manager *m)
 	r = sd_event_loop(m->event);
 	sd_notify(0, "STOPPING=1");
 	hooks_close(m); /* status and metrics */
-	rr = restore(m);
+	rr = restore(m, false);
 	return r < 0 ? r : rr;
 }
 

@@ -23,7 +23,8 @@
 #define PERIOD_MAX_NS (60 * TW_NSEC_PER_SEC)
 
 enum { S_CONTROLLER };
-enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_DECISION_LOG_MAX_SIZE, K_CGROUP_BASE, K_BUS, K_METRICS };
+enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_DECISION_LOG_MAX_SIZE, K_CGROUP_BASE, K_BUS, K_METRICS,
+       K_IO_SCHEDULER, K_IO_SCHEDULER_DEVICES };
 
 /* Is path dir itself or beneath it, component-wise ("/etc" holds "/etc/x", not "/etcx")? */
 static bool path_under(const char *path, const char *dir)
@@ -249,6 +250,76 @@ static int set_metrics(void *obj, const char *v, char *why)
 	return c->metrics ? 0 : -ENOMEM;
 }
 
+/* IOScheduler=bfq; left out: never touch a disk's scheduler. */
+static int set_io_scheduler(void *obj, const char *v, char *why)
+{
+	struct tw_config *c = obj;
+
+	free(c->io_scheduler);
+	c->io_scheduler = NULL;
+	if (strcmp(v, "bfq"))
+		return unit_fail(why, "'%s' is not supported; only bfq (the scheduler I/O weight acts through); leave the key out to never switch", v);
+	c->io_scheduler = strdup(v);
+	return c->io_scheduler ? 0 : -ENOMEM;
+}
+
+static void free_names(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* A block device's name as in /sys/block: [a-z0-9_-], 1..31 characters. */
+static bool device_name(const char *v, size_t n)
+{
+	if (!n || n > 31)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '_' || v[i] == '-'))
+			return false;
+	return true;
+}
+
+/* IOSchedulerDevices=vda sdb: names of /sys/block. */
+static int set_io_scheduler_devices(void *obj, const char *v, char *why)
+{
+	struct tw_config *c = obj;
+	char **names = NULL;
+	size_t n = 0;
+
+	for (const char *p = v;;) {
+		size_t len;
+		char **nv;
+
+		p += strspn(p, " \t");
+		if (!*p)
+			break;
+		len = strcspn(p, " \t");
+		if (!device_name(p, len)) {
+			free_names(names);
+			return unit_fail(why, "'%.*s' is not a block device's name as in /sys/block (such as vda or nvme0n1)",
+					 (int)(len > 64 ? 64 : len), p);
+		}
+		nv = realloc(names, (n + 2) * sizeof(*names));
+		if (!nv) {
+			free_names(names);
+			return -ENOMEM;
+		}
+		names = nv;
+		names[n + 1] = NULL;
+		if (!(names[n] = strndup(p, len))) {
+			free_names(names);
+			return -ENOMEM;
+		}
+		n++;
+		p += len;
+	}
+	free_names(c->io_scheduler_devices);
+	c->io_scheduler_devices = names;
+	return 0;
+}
+
 static const char *const config_sections[] = { "Controller" };
 
 static const struct ini_key config_keys[] = {
@@ -262,6 +333,9 @@ static const struct ini_key config_keys[] = {
 	[K_CGROUP_BASE] = { S_CONTROLLER, "CgroupBase", "an absolute path", set_cgroup_base },
 	[K_BUS] = { S_CONTROLLER, "Bus", "auto, system or user", set_bus },
 	[K_METRICS] = { S_CONTROLLER, "Metrics", "IPV4:PORT, [IPV6]:PORT or no", set_metrics },
+	[K_IO_SCHEDULER] = { S_CONTROLLER, "IOScheduler", "bfq", set_io_scheduler },
+	[K_IO_SCHEDULER_DEVICES] = { S_CONTROLLER, "IOSchedulerDevices", "block device names such as vda",
+				     set_io_scheduler_devices },
 };
 
 const struct ini_schema config_schema = {
@@ -283,6 +357,8 @@ void config_free(struct tw_config *c)
 	free(c->decision_log);
 	free(c->cgroup_base);
 	free(c->metrics);
+	free(c->io_scheduler);
+	free_names(c->io_scheduler_devices);
 	free(c);
 }
 
@@ -353,12 +429,20 @@ int config_load(const char *path, struct tw_config **out, struct policy_errors *
 
 int config_describe(const struct tw_config *c, char *buf, size_t len)
 {
-	char period[32], max[32];
+	char period[32], max[32], io[128] = "";
+	size_t o = 0;
 
 	unit_format_duration(c->period_ns, period, sizeof(period));
 	unit_format_size(c->decision_log_max_size, max, sizeof(max));
-	return snprintf(buf, len, "%s: period %s, dry-run %s, policies %s, state %s, decision log %s (max %s), cgroup base %s, metrics %s",
+	if (c->io_scheduler) {
+		o = snprintf(io, sizeof(io), ", I/O scheduler %s on ", c->io_scheduler);
+		for (size_t i = 0; c->io_scheduler_devices && c->io_scheduler_devices[i] && o < sizeof(io); i++)
+			o += snprintf(io + o, sizeof(io) - o, "%s%s", i ? " " : "", c->io_scheduler_devices[i]);
+		if (!c->io_scheduler_devices || !c->io_scheduler_devices[0])
+			snprintf(io + o, sizeof(io) - o, "the disks");
+	}
+	return snprintf(buf, len, "%s: period %s, dry-run %s, policies %s, state %s, decision log %s (max %s), cgroup base %s, metrics %s%s",
 		c->file ? c->file : "(defaults)", period, c->dry_run ? "yes" : "no",
 		c->policies_dir, c->state_dir, c->decision_log, c->decision_log_max_size ? max : "infinity", c->cgroup_base,
-		c->metrics ? c->metrics : "no");
+		c->metrics ? c->metrics : "no", io);
 }

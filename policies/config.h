@@ -30,6 +30,8 @@ struct tw_config {
 	enum config_bus bus;    /* default auto */
 	char *metrics;          /* Metrics=: ADDRESS:PORT of /metrics, NULL for no */
 	bool metrics_set;       /* Metrics= was given (no default then) */
+	char *io_scheduler;     /* IOScheduler=: "bfq" or NULL (never touch schedulers) */
+	char **io_scheduler_devices; /* IOSchedulerDevices=: NULL-terminated, NULL for the default */
 };
 
 /* "IPV4:PORT" or "[IPV6]:PORT" (numeric) into a socket address. 0 or -EINVAL. */

@@ -5,7 +5,8 @@
  * read it. Besides the sanitizers (json-c aborts on a wrongly typed call,
  * which is what the loader's checks are for), it checks what restore
  * relies on: an accepted file holds only records whose every field has
- * the type restore reads it as.
+ * the type restore reads it as (for a disk's scheduler, device and
+ * scheduler names that cannot leave /sys/block).
  */
 #define _GNU_SOURCE
 #include <json-c/json.h>
@@ -30,6 +31,18 @@ static void walk_record(struct json_object *e)
 	struct json_object *snap, *list, *v;
 
 	check(json_object_is_type(e, json_type_object));
+	if (json_object_object_get_ex(e, "knob", &v) && json_object_is_type(v, json_type_string) &&
+	    !strcmp(json_object_get_string(v), "io.scheduler")) {
+		/* A disk's scheduler: names that go into /sys/block/DEV/queue/scheduler. */
+		check(json_object_object_get_ex(e, "device", &v) && json_object_is_type(v, json_type_string));
+		check(json_object_get_string(v)[0] && !strchr(json_object_get_string(v), '/') &&
+		      !strstr(json_object_get_string(v), ".."));
+		check(json_object_object_get_ex(e, "original", &v) && json_object_is_type(v, json_type_string));
+		check(json_object_get_string(v)[0] && !strchr(json_object_get_string(v), '\n'));
+		if (json_object_object_get_ex(e, "written", &v))
+			check(json_object_is_type(v, json_type_string) && json_object_get_string(v)[0]);
+		return;
+	}
 	check(json_object_object_get_ex(e, "snapshot", &snap));
 	check(json_object_is_type(snap, json_type_object));
 	if (json_object_object_get_ex(e, "unit", &v)) {

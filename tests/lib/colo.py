@@ -65,6 +65,31 @@ def per_second(reqs, t0, seconds):
     return [pct(b, 99) for b in buckets]
 
 
+def disk_of(path):
+    """The whole disk (name in /sys/block) holding path, or None."""
+    st = os.stat(path)
+    link = "/sys/dev/block/%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
+    if not os.path.exists(link):
+        return None
+    real = os.path.realpath(link)
+    if os.path.exists(os.path.join(real, "partition")):
+        real = os.path.dirname(real)
+    name = os.path.basename(real)
+    return name if os.path.exists("/sys/block/%s/queue/scheduler" % name) else None
+
+
+def scheduler(dev):
+    """The I/O scheduler dev runs now (the bracketed name), or None."""
+    text = readf("/sys/block/%s/queue/scheduler" % dev, "") if dev else ""
+    cur = [n[1:-1] for n in text.split() if n.startswith("[")]
+    return cur[0] if cur else None
+
+
+def set_scheduler(dev, name):
+    with open("/sys/block/%s/queue/scheduler" % dev, "w") as f:
+        f.write(name)
+
+
 class Rig:
     """The cgroups, the server, the antagonists and tailwarden of one session."""
 
@@ -182,7 +207,7 @@ class Rig:
         return alone, hog, share, hog >= separation * alone
 
     # -- tailwarden --------------------------------------------------------------
-    def write_config(self, tag="tw", target=None, dry_run=False):
+    def write_config(self, tag="tw", target=None, dry_run=False, extra=""):
         d = os.path.join(self.dir, tag)
         pol = os.path.join(d, "policies")
         os.makedirs(pol, exist_ok=True)
@@ -203,9 +228,9 @@ class Rig:
             os.unlink(self.decisions)
         self.conf = os.path.join(d, "tailwarden.conf")
         with open(self.conf, "w") as f:
-            f.write("[Controller]\nPeriod=%s\nStateDir=%s\nDecisionLog=%s\nDryRun=%s\n"
+            f.write("[Controller]\nPeriod=%s\nStateDir=%s\nDecisionLog=%s\nDryRun=%s\n%s"
                     % (PERIOD, os.path.join(d, "state"), self.decisions,
-                       "yes" if dry_run else "no"))
+                       "yes" if dry_run else "no", extra))
         self.policies = pol
         return pol
 

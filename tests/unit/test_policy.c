@@ -353,6 +353,23 @@ static const struct file_case file_cases[] = {
 				  "CgroupBase=/sys/fs/cgroup/\nPoliciesDir=/etc/tailwarden/p..d\n" } },
 	  .summary = { "tw.conf: period 1s, dry-run no, policies /etc/tailwarden/p..d, state /var/lib/tailwarden, "
 		       "decision log /var/log/tailwarden/d.jsonl (max 16M), cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477" } },
+	{ "config: IOScheduler= and IOSchedulerDevices=",
+	  .config = true,
+	  .files = { { "tw.conf", "[Controller]\nStateDir=/tmp/tw\nIOScheduler=bfq\nIOSchedulerDevices=vda  nvme0n1\n" } },
+	  .summary = { "tw.conf: period 1s, dry-run no, policies /etc/tailwarden/policies.d, state /tmp/tw, "
+		       "decision log /tmp/tw/decisions.jsonl (max 16M), cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477, "
+		       "I/O scheduler bfq on vda nvme0n1" } },
+	{ "config: IOScheduler= alone: on every disk; empty: never",
+	  .config = true,
+	  .files = { { "tw.conf", "[Controller]\nStateDir=/tmp/tw\nIOScheduler=bfq\n" } },
+	  .summary = { "tw.conf: period 1s, dry-run no, policies /etc/tailwarden/policies.d, state /tmp/tw, "
+		       "decision log /tmp/tw/decisions.jsonl (max 16M), cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477, "
+		       "I/O scheduler bfq on the disks" } },
+	{ "config: a scheduler other than bfq, a device name that is a path",
+	  .config = true,
+	  .files = { { "tw.conf", "[Controller]\nIOScheduler=cfq\nIOSchedulerDevices=vda ../../etc\n" } },
+	  .errors = { "tw.conf:2: IOScheduler=cfq: 'cfq' is not supported; only bfq (the scheduler I/O weight acts through); leave the key out to never switch",
+		      "tw.conf:3: IOSchedulerDevices=vda ../../etc: '../../etc' is not a block device's name as in /sys/block (such as vda or nvme0n1)" } },
 	{ "config: too long a period, and a policy key",
 	  .config = true,
 	  .files = { { "tw.conf", "[Controller]\nPeriod=2min\nTarget=2ms\n" } },

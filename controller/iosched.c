@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Block devices' I/O schedulers, through sysfs. The file lists the
+ * schedulers a device offers with the one in use in brackets:
+ *
+ *   none [mq-deadline] kyber bfq
+ *
+ * and writing a name switches to it (the kernel loads its module).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include "common/fileio.h"
+#include "common/log.h"
+#include "controller/iosched.h"
+
+#define SYS_BLOCK "/sys/block"
+
+bool iosched_valid_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || n >= IOSCHED_NAME_MAX)
+		return false;
+	for (; *name; name++)
+		if (!((*name >= 'a' && *name <= 'z') || (*name >= '0' && *name <= '9') ||
+		      *name == '_' || *name == '-'))
+			return false;
+	return true;
+}
+
+int iosched_parse(const char *text, struct iosched *out)
+{
+	const char *p = text;
+	bool found = false;
+
+	memset(out, 0, sizeof(*out));
+	for (;;) {
+		char name[IOSCHED_NAME_MAX];
+		bool cur = false;
+		size_t n;
+
+		p += strspn(p, " \t\n");
+		if (!*p)
+			break;
+		if (*p == '[') {
+			cur = true;
+			p++;
+		}
+		n = strcspn(p, " \t\n]");
+		if (!n || n >= sizeof(name) || out->n == IOSCHED_OFFERED_MAX)
+			return -EBADMSG;
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		if (cur != (*p == ']') || !iosched_valid_name(name))
+			return -EBADMSG;
+		if (cur) {
+			if (found)
+				return -EBADMSG;
+			found = true;
+			p++;
+			memcpy(out->current, name, n + 1);
+		}
+		if (*p && !strchr(" \t\n", *p))
+			return -EBADMSG;
+		memcpy(out->offered[out->n++], name, n + 1);
+	}
+	return found ? 0 : -EBADMSG;
+}
+
+bool iosched_offers(const struct iosched *s, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->offered[i], name))
+			return true;
+	return false;
+}
+
+/* The scheduler file of dev, opened with flags: a regular file on sysfs. */
+static int open_file(const char *dev, int flags)
+{
+	char path[sizeof(SYS_BLOCK) + IOSCHED_NAME_MAX + 32];
+	struct statfs sfs;
+	struct stat st;
+	int fd, r;
+
+	if (!iosched_valid_name(dev))
+		return -EINVAL;
+	snprintf(path, sizeof(path), SYS_BLOCK "/%s/queue/scheduler", dev);
+	fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstatfs(fd, &sfs) < 0 || fstat(fd, &st) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	if (sfs.f_type != SYSFS_MAGIC || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EMEDIUMTYPE;
+	}
+	return fd;
+}
+
+int iosched_get(const char *dev, struct iosched *out)
+{
+	char buf[1024];
+	ssize_t n;
+	int fd = open_file(dev, O_RDONLY);
+
+	if (fd < 0)
+		return fd;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return iosched_parse(buf, out);
+}
+
+int iosched_set(const char *dev, const char *name)
+{
+	struct iosched s;
+	int fd, r;
+
+	if (!iosched_valid_name(name))
+		return -EINVAL;
+	r = iosched_get(dev, &s);
+	if (r)
+		return r;
+	if (!iosched_offers(&s, name))
+		return -EOPNOTSUPP;
+	fd = open_file(dev, O_WRONLY);
+	if (fd < 0)
+		return fd;
+	r = fileio_write_all(fd, name, strlen(name));
+	close(fd);
+	if (r)
+		return r;
+	r = iosched_get(dev, &s);
+	if (r)
+		return r;
+	if (strcmp(s.current, name)) {
+		log_debug("%s: wrote %s, the scheduler is %s", dev, name, s.current);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int iosched_devices(char ***out)
+{
+	DIR *d = opendir(SYS_BLOCK);
+	struct dirent *de;
+	char **v = NULL;
+	size_t n = 0;
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char path[sizeof(SYS_BLOCK) + 300], **nv;
+		const char *name = de->d_name;
+
+		if (!iosched_valid_name(name) || !strncmp(name, "loop", 4) || !strncmp(name, "ram", 3) ||
+		    !strncmp(name, "zram", 4))
+			continue;
+		snprintf(path, sizeof(path), SYS_BLOCK "/%s/queue/scheduler", name);
+		if (access(path, F_OK) < 0)
+			continue;
+		nv = realloc(v, (n + 2) * sizeof(*v));
+		if (!nv) {
+			r = -ENOMEM;
+			break;
+		}
+		v = nv;
+		v[n + 1] = NULL;
+		if (!(v[n] = strdup(name))) {
+			r = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	closedir(d);
+	if (r) {
+		iosched_devices_free(v);
+		return r;
+	}
+	if (!v && !(v = calloc(1, sizeof(*v))))
+		return -ENOMEM;
+	qsort(v, n, sizeof(*v), by_name);
+	*out = v;
+	return 0;
+}
+
+void iosched_devices_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
