@@ -136,22 +136,28 @@ static int read_line(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-static int write_str(const char *path, const char *s)
+/* Write s whole to fd, then close it; a short write is -EIO. */
+static int fd_write_str(int fd, const char *s)
 {
-	ssize_t n;
-	int fd, r = 0;
+	ssize_t n = write(fd, s, strlen(s));
+	int r = 0;
 
-	/* O_TRUNC: harmless on cgroupfs, needed on the trees tests build. */
-	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-	if (fd < 0)
-		return errno_cg(errno);
-	n = write(fd, s, strlen(s));
 	if (n < 0)
 		r = errno_cg(errno);
 	else if ((size_t)n != strlen(s))
 		r = -EIO;
 	close(fd);
 	return r;
+}
+
+static int write_str(const char *path, const char *s)
+{
+	/* O_TRUNC: harmless on cgroupfs, needed on the trees tests build. */
+	int fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+
+	if (fd < 0)
+		return errno_cg(errno);
+	return fd_write_str(fd, s);
 }
 
 static int parse_ll(const char *s, long long *v)
@@ -854,20 +860,12 @@ static int root_read(const struct restore_root *rt, const char *rel, char *buf, 
 
 static int root_write(const struct restore_root *rt, const char *rel, const char *s)
 {
-	ssize_t n;
-	int fd, r = 0;
-
 	/* O_TRUNC: harmless on cgroupfs, needed on the trees tests build. */
-	fd = open_knob_file(rt, rel, O_WRONLY | O_TRUNC);
+	int fd = open_knob_file(rt, rel, O_WRONLY | O_TRUNC);
+
 	if (fd < 0)
 		return fd;
-	n = write(fd, s, strlen(s));
-	if (n < 0)
-		r = errno_cg(errno);
-	else if ((size_t)n != strlen(s))
-		r = -EIO;
-	close(fd);
-	return r;
+	return fd_write_str(fd, s);
 }
 
 /* The whole of s a decimal integer (a leading '-' if neg), within lo..hi. */
