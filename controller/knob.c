@@ -868,14 +868,13 @@ static int root_write(const struct restore_root *rt, const char *rel, const char
 	return fd_write_str(fd, s);
 }
 
-/* The whole of s a decimal integer (a leading '-' if neg), within lo..hi. */
-static bool int_str(const char *s, bool neg, long long lo, long long hi)
+/* The whole of s a decimal integer without a sign, within lo..hi. */
+static bool int_str(const char *s, long long lo, long long hi)
 {
-	const char *d = s + (neg && *s == '-');
 	long long v;
 	char *end;
 
-	if (!isdigit((unsigned char)*d))
+	if (!isdigit((unsigned char)*s))
 		return false;
 	errno = 0;
 	v = strtoll(s, &end, 10);
@@ -894,21 +893,21 @@ static bool valid_value(const char *name, const char *v)
 	if (!strcmp(name, "cpu.max")) {
 		if (sscanf(v, "%31[^ ] %31[^ ]", a, b) != 2 || strlen(a) + strlen(b) + 1 != strlen(v))
 			return false;
-		return (!strcmp(a, "max") || int_str(a, false, QUOTA_MIN_US, QUOTA_MAX_US)) &&
-		       int_str(b, false, PERIOD_MIN_US, PERIOD_MAX_US);
+		return (!strcmp(a, "max") || int_str(a, QUOTA_MIN_US, QUOTA_MAX_US)) &&
+		       int_str(b, PERIOD_MIN_US, PERIOD_MAX_US);
 	}
 	if (!strcmp(name, "cpu.cfs_quota_us"))
-		return !strcmp(v, "-1") || int_str(v, false, QUOTA_MIN_US, QUOTA_MAX_US);
+		return !strcmp(v, "-1") || int_str(v, QUOTA_MIN_US, QUOTA_MAX_US);
 	if (!strcmp(name, "cpu.cfs_period_us"))
-		return int_str(v, false, PERIOD_MIN_US, PERIOD_MAX_US);
+		return int_str(v, PERIOD_MIN_US, PERIOD_MAX_US);
 	if (!strncmp(v, "default ", 8) && (!strcmp(name, "io.weight") || !strcmp(name, "blkio.bfq.weight")))
 		v += 8;
 	if (!strcmp(name, "cpu.weight") || !strcmp(name, "io.weight"))
-		return int_str(v, false, CG_WEIGHT_MIN, CG_WEIGHT_MAX);
+		return int_str(v, CG_WEIGHT_MIN, CG_WEIGHT_MAX);
 	if (!strcmp(name, "cpu.shares"))
-		return int_str(v, false, CG_SHARES_MIN, CG_SHARES_MAX);
+		return int_str(v, CG_SHARES_MIN, CG_SHARES_MAX);
 	if (!strcmp(name, "blkio.bfq.weight"))
-		return int_str(v, false, CG_BFQ_WEIGHT_MIN, CG_BFQ_WEIGHT_MAX);
+		return int_str(v, CG_BFQ_WEIGHT_MIN, CG_BFQ_WEIGHT_MAX);
 	return false;
 }
 
