@@ -13,4 +13,8 @@ int cmd_replay(int argc, char **argv);
 
 #define TW_VERSION "0.1.0"
 
+/* Exit status of every command on bad usage (an unknown option, a bad
+ * option value, a missing or extra argument). */
+#define TW_EXIT_USAGE 2
+
 #endif

@@ -33,7 +33,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return 1;
+		return TW_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
 		usage(stdout);
@@ -48,5 +48,5 @@ int main(int argc, char **argv)
 			return commands[i].fn(argc - 1, argv + 1);
 	fprintf(stderr, "tailwarden: unknown command '%s'\n", argv[1]);
 	usage(stderr);
-	return 1;
+	return TW_EXIT_USAGE;
 }

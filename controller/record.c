@@ -478,9 +478,11 @@ int cmd_record(int argc, char **argv)
 {
 	struct recorder rc = { .max_size = REC_DEFAULT_MAX_SIZE };
 	struct sigaction sa = { .sa_handler = on_signal };
+	bool usage;
 	int r;
 
 	r = parse_args(&rc, argc, argv);
+	usage = r < 0;
 	if (r == 0 && geteuid() != 0) {
 		log_error("must run as root (BPF sensors)");
 		r = -EPERM;
@@ -511,5 +513,5 @@ int cmd_record(int argc, char **argv)
 	free(rc.extra_ids);
 	free(rc.extra_rel);
 	free(rc.cgroups);
-	return r > 0 ? 0 : r < 0 ? 1 : 0;
+	return usage ? TW_EXIT_USAGE : r < 0 ? 1 : 0;
 }

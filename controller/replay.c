@@ -348,13 +348,13 @@ int cmd_replay(int argc, char **argv)
 		case 'h': help(); return 0;
 		default:
 			log_error("try 'tailwarden replay --help'");
-			return 1;
+			return TW_EXIT_USAGE;
 		}
 	}
 	if (optind + 1 != argc) {
 		log_error(optind == argc ? "a recording FILE is required; try 'tailwarden replay --help'"
 					 : "one recording FILE only; try 'tailwarden replay --help'");
-		return 1;
+		return TW_EXIT_USAGE;
 	}
 	rp.file = argv[optind];
 	r = rec_open(rp.file, &rd, &rp.h, err, sizeof(err));

@@ -120,12 +120,12 @@ int cmd_restore(int argc, char **argv)
 			return 0;
 		default:
 			log_error("try 'tailwarden restore --help'");
-			return 1;
+			return TW_EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
 		log_error("unexpected argument '%s'; try 'tailwarden restore --help'", argv[optind]);
-		return 1;
+		return TW_EXIT_USAGE;
 	}
 	/*
 	 * The same config as run's: its StateDir=, and its CgroupBase= bounds

@@ -59,12 +59,12 @@ int cmd_run(int argc, char **argv)
 		case 'h': help(); return 0;
 		default:
 			log_error("try 'tailwarden run --help'");
-			return 1;
+			return TW_EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
 		log_error("unexpected argument '%s'; try 'tailwarden run --help'", argv[optind]);
-		return 1;
+		return TW_EXIT_USAGE;
 	}
 	if (geteuid() != 0) {
 		log_error("must run as root (BPF sensors and cgroup knobs)");

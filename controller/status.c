@@ -640,12 +640,12 @@ int cmd_status(int argc, char **argv)
 		case 'h': help(); return 0;
 		default:
 			log_error("try 'tailwarden status --help'");
-			return 1;
+			return TW_EXIT_USAGE;
 		}
 	}
 	if (optind < argc) {
 		log_error("unexpected argument '%s'; try 'tailwarden status --help'", argv[optind]);
-		return 1;
+		return TW_EXIT_USAGE;
 	}
 	if (status_path(config, path, sizeof(path)))
 		return 1;

@@ -446,9 +446,11 @@ int cmd_top(int argc, char **argv)
 {
 	struct top t = { .interval = 1, .sopts = SENSOR_OPTS_DEFAULT, .signals = CONT_DEFAULT };
 	struct sigaction sa = { .sa_handler = on_signal };
+	bool usage;
 	int r;
 
 	r = parse_args(&t, argc, argv);
+	usage = r < 0;
 	if (r == 0)
 		r = setup(&t);
 	if (r == 0) {
@@ -468,5 +470,5 @@ int cmd_top(int argc, char **argv)
 	sensor_free(t.sensor);
 	cg_names_free(t.names);
 	free(t.filters);
-	return r > 0 ? 0 : r < 0 ? 1 : 0;
+	return usage ? TW_EXIT_USAGE : r < 0 ? 1 : 0;
 }

@@ -132,6 +132,27 @@ def test_man_pages():
     return "3 pages render cleanly; %d commands and their options documented" % len(cmds)
 
 
+def test_usage_exit():
+    """Bad usage exits 2 with a pointer to --help, as tailwarden(8) says; --help exits 0."""
+    cmds, _ = commands()
+    bad = []
+    for c in cmds:
+        for args in (["--no-such-option"], ["--help"]):
+            r = subprocess.run([tw.TAILWARDEN, c] + args, capture_output=True, text=True,
+                               timeout=30)
+            want = 0 if args == ["--help"] else 2
+            if r.returncode != want or (want and "--help" not in r.stderr):
+                bad.append("%s %s: exit %d, stderr %r" % (c, args[0], r.returncode, r.stderr[-200:]))
+    for args in ([], ["no-such-command"]):
+        r = subprocess.run([tw.TAILWARDEN] + args, capture_output=True, text=True, timeout=30)
+        if r.returncode != 2 or "Usage:" not in r.stderr:
+            bad.append("tailwarden %s: exit %d" % (" ".join(args), r.returncode))
+    page8 = open(os.path.join(tw.REPO, "man", "tailwarden.8")).read()
+    check("2 on bad usage" in page8, "tailwarden(8) no longer documents exit status 2")
+    check(not bad, "bad usage not reported as tailwarden(8) says:\n  " + "\n  ".join(bad))
+    return "%d commands: an unknown option exits 2 and names --help; --help exits 0" % len(cmds)
+
+
 def complete(line):
     """What bash offers for the line (the cursor at its end)."""
     words = line.split(" ")
@@ -166,6 +187,7 @@ TESTS = [
     ("install_uninstall", test_install_uninstall),
     ("admin_config_kept", test_admin_config_kept),
     ("man_pages", test_man_pages),
+    ("usage_exit", test_usage_exit),
     ("bash_completion", test_bash_completion),
 ]
 

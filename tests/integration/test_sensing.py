@@ -512,14 +512,16 @@ def test_cli(sess):
         rows = top.rows()
         check(len(rows) == 1, "--cgroup %s --count 1: %d objects" % (spelling, len(rows)))
         check_row(rows[0], cg)
-    for args, why in (([ "--cgroup", cg.rel + "-does-not-exist"], "unknown cgroup"),
-                      (["--interval", "abc"], "bad --interval"),
-                      (["--count", "-3"], "bad --count"),
-                      (["--no-such-option"], "unknown option")):
+    # Exit 1 for an error, 2 for bad usage (tailwarden(8), EXIT STATUS).
+    for args, why, want in (([ "--cgroup", cg.rel + "-does-not-exist"], "unknown cgroup", 1),
+                            (["--interval", "abc"], "bad --interval", 2),
+                            (["--count", "-3"], "bad --count", 2),
+                            (["--no-such-option"], "unknown option", 2)):
         p = subprocess.run([tw.TAILWARDEN, "top", "--json"] + args, capture_output=True,
                            text=True, timeout=30)
-        check(p.returncode == 1, "%s (%s): exit %d, expected 1" % (why, " ".join(args), p.returncode))
-        check(p.stderr.strip(), "%s: exit 1 without a message on stderr" % why)
+        check(p.returncode == want, "%s (%s): exit %d, expected %d" %
+              (why, " ".join(args), p.returncode, want))
+        check(p.stderr.strip(), "%s: exit %d without a message on stderr" % (why, want))
         check(not p.stdout.strip(), "%s: printed %r on stdout" % (why, p.stdout[:200]))
     return "4 spellings of --cgroup, 4 bad invocations"
 
