@@ -219,7 +219,7 @@ def nginx_argv(sess, port):
         f.write("tailwarden test page\n" * 30)
     conf = os.path.join(d, "nginx.conf")
     with open(conf, "w") as f:
-        f.write(tw.NGINX_CONF.format(dir=d, port=port))
+        f.write(tw.NGINX_CONF.format(dir=d, port=port, disk=""))
     return ["/usr/bin/taskset", "-c", str(SERVER_CPU), "/usr/sbin/nginx", "-p", d + "/",
             "-c", conf, "-e", os.path.join(d, "logs", "error.log")]
 

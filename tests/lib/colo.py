@@ -9,6 +9,7 @@ policy for each. Latency references are the client's kernel receive times
 
 import json
 import os
+import shutil
 import re
 import signal
 import subprocess
@@ -98,7 +99,10 @@ class Rig:
         self.web = sess.cgroup("web")
         self.batch = sess.cgroup("batch")
         self.scan = sess.cgroup("scan")
-        self.nginx = sess.nginx(self.web, cpu=SERVER_CPU)
+        # /disk/page: one 4 KiB page nginx reads from the real disk (O_DIRECT)
+        # on every request, written by layout_fio().
+        self.disk_dir = os.path.join(tw.REPO, ".output", "colo-disk")
+        self.nginx = sess.nginx(self.web, cpu=SERVER_CPU, disk_dir=self.disk_dir)
         self.rate, self.hogs = SETTINGS[0]
         self.hog = self.fio = self.tw = None
         self.fio_data = os.path.join(tw.REPO, ".output", "colo-fio.data")
@@ -159,17 +163,33 @@ class Rig:
             self.fio = None
 
     def layout_fio(self):
-        """Write fio's data file once, outside any measured phase."""
+        """Write fio's data file once, outside any measured phase, and nginx's disk page."""
+        os.makedirs(self.disk_dir, exist_ok=True)
+        with open(os.path.join(self.disk_dir, "page"), "wb") as f:
+            f.write(os.urandom(4096))
+            os.fsync(f.fileno())
         if not os.path.exists(self.fio_data) or os.path.getsize(self.fio_data) < 512 << 20:
             subprocess.run(["fio", "--name=layout", "--filename=" + self.fio_data, "--size=512M",
                             "--rw=write", "--bs=1M", "--output=/dev/null"], check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300)
 
     def remove_fio_data(self):
+        shutil.rmtree(self.disk_dir, ignore_errors=True)
         try:
             os.unlink(self.fio_data)
         except OSError:
             pass
+
+    def io_bytes(self, cg):
+        """Bytes the processes now in the cgroup have read from and written to
+        storage (/proc/PID/io; cgroup v1 blkio counts nothing on this kind of host)."""
+        total = 0
+        procs = readf(os.path.join(tw.CGROUP_FS, "cpu", cg.rel.lstrip("/"), "cgroup.procs"), "")
+        for pid in (procs or "").split():
+            for line in (readf("/proc/%s/io" % pid, "") or "").splitlines():
+                if line.startswith(("read_bytes:", "write_bytes:")):
+                    total += int(line.split()[1])
+        return total
 
     # -- measurement -------------------------------------------------------------
     def p99(self, seconds, rate=None):

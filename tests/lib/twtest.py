@@ -349,11 +349,14 @@ class Session:
             shutil.rmtree(d, ignore_errors=True)
 
     # -- servers ----------------------------------------------------------
-    def nginx(self, cgroup, cpu=0, port=None, body_size=612):
+    def nginx(self, cgroup, cpu=0, port=None, body_size=612, disk_dir=None):
         """nginx with its own prefix: daemon off, 1 worker, access_log off.
 
         It serves a static file (sendfile path) at / and keeps connections alive
         far longer than any test, so a loadgen connection is never closed under it.
+        With disk_dir, /disk/NAME serves disk_dir/NAME with O_DIRECT reads in
+        nginx's thread pool (directio, aio threads): every such request reads
+        the disk, and the event loop does not wait for it.
         """
         port = port or free_port()
         d = self.tmpdir("nginx")
@@ -363,7 +366,9 @@ class Session:
             f.write((b"tailwarden test page\n" * (body_size // 21 + 1))[:body_size])
         conf = os.path.join(d, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(NGINX_CONF.format(dir=d, port=port))
+            disk = ("location /disk/ {{ alias {0}/; directio 512; aio threads; }}"
+                    .format(disk_dir) if disk_dir else "")
+            f.write(NGINX_CONF.format(dir=d, port=port, disk=disk))
         argv = ["nginx", "-p", d + "/", "-c", conf, "-e", os.path.join(d, "logs", "error.log")]
         srv = Server(self, "nginx", argv, cgroup, cpu, port, d)
         srv.start()
@@ -448,6 +453,7 @@ http {{
         root {dir}/html;
         location / {{ index index.html; }}
         location = /nginx_status {{ stub_status; }}
+        {disk}
     }}
 }}
 """
