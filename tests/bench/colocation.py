@@ -14,6 +14,8 @@ best-effort) starts. Arms:
               capped so that nginx's own measured peak (at the doubled load)
               plus 10% of a CPU stays free
   tailwarden  `tailwarden run` with the default policy (weight, then quota)
+  slice       the same, with `Slice=0.1ms` in nginx's policy: its threads get
+              a 0.1 ms EEVDF slice as the first rung, before the cuts
 
 Per arm: share of 1 s windows whose p99 (client: kernel receive time of
 each reply, requests grouped by when they were due) meets the objective;
@@ -24,7 +26,7 @@ control periods of 500 ms). Target: objective met in >= 99% of windows with
 tailwarden, while best-effort work keeps more than in the static arm.
 
 Usage: colocation.py [--reps N] [--out DIR]   (root; default 2 repetitions,
-about 9 minutes; table on stdout, report and plot in DIR, default
+about 11 minutes; table on stdout, report and plot in DIR, default
 .output/bench)
 """
 
@@ -43,7 +45,8 @@ from colo import fmt_us  # noqa: E402
 ARM_S = 60
 HOG_AT, STEP_AT, FIO_AT = 10, 30, 40
 EVENTS = (("hog starts", HOG_AT), ("load doubles", STEP_AT), ("fio starts", FIO_AT))
-ARMS = ("none", "static", "tailwarden")
+ARMS = ("none", "static", "tailwarden", "slice")
+SLICE = "0.1ms"
 PERIOD_S = 0.5
 
 
@@ -64,9 +67,10 @@ def run_arm(rig, arm, static, say, keep=None):
     orig = None
     if arm == "static":
         orig = rig.set_static(*static)
-    elif arm == "tailwarden":
-        rig.write_config(tag="arm")
+    elif arm in ("tailwarden", "slice"):
+        rig.write_config(tag="arm", web_limits="Slice=%s" % SLICE if arm == "slice" else "")
         rig.start_tailwarden()
+    slices = {}
     d1 = os.path.join(rig.dir, "lg1.dump")
     d2 = os.path.join(rig.dir, "lg2.dump")
     try:
@@ -79,20 +83,24 @@ def run_arm(rig, arm, static, say, keep=None):
         lg2 = rig.sess.loadgen("http", rig.nginx.port, rig.rate, ARM_S - STEP_AT,
                                cpu=colo.CLIENT_CPU, extra=["--dump", d2], background=True)
         time.sleep(max(0, t0 + FIO_AT - time.time()))
+        # What nginx's threads run with, while the hog and the step load are on.
+        for tid, ns in rig.thread_slices().items():
+            slices[ns] = slices.get(ns, 0) + 1
         rig.start_fio(seconds=ARM_S - FIO_AT)
         r1 = lg1.result(timeout=ARM_S + 30)
         r2 = lg2.result(timeout=ARM_S + 30)
         bogo = rig.hog_bogo_ops(timeout=30)
         mbps = rig.fio_mbps(timeout=60)
-        decisions = rig.decisions_list() if arm == "tailwarden" else []
-        if keep and arm == "tailwarden":
+        tw_arm = arm in ("tailwarden", "slice")
+        decisions = rig.decisions_list() if tw_arm else []
+        if keep and tw_arm:
             for src, suffix in ((rig.decisions, "decisions.jsonl"), (rig.runlog, "run.log")):
-                with open(src) as f, open("%s.%s" % (keep, suffix), "w") as g:
+                with open(src) as f, open("%s.%s.%s" % (keep, arm, suffix), "w") as g:
                     g.write(f.read())
     finally:
         rig.stop_hog()
         rig.stop_fio()
-        if arm == "tailwarden":
+        if arm in ("tailwarden", "slice"):
             rig.stop_tailwarden()
         if orig:
             rig.restore_files(orig)
@@ -105,7 +113,7 @@ def run_arm(rig, arm, static, say, keep=None):
     return {
         "arm": arm, "p99s": p99s, "met": met, "windows": len(windows),
         "p50": colo.pct(lats, 50), "p99": colo.pct(lats, 99), "errors": errors,
-        "bogo": bogo, "mbps": mbps, "decisions": len(decisions),
+        "bogo": bogo, "mbps": mbps, "decisions": len(decisions), "slices": slices,
         "recovery": [recovery(p99s, rig.target, at) for _, at in EVENTS],
     }
 
@@ -163,7 +171,8 @@ def plot(out, results, target):
               "set key outside right top\n%s%s"
               "plot '%s' using 1:2 with linespoints pt 7 ps 0.4 title 'none', '' using 1:3 with "
               "linespoints pt 7 ps 0.4 title 'static', '' using 1:4 with linespoints pt 7 ps 0.4 "
-              "title 'tailwarden', %d with lines lw 2 dt 1 title 'objective'\n"
+              "title 'tailwarden', '' using 1:5 with linespoints pt 7 ps 0.4 title 'tailwarden + "
+              "slice', %d with lines lw 2 dt 1 title 'objective'\n"
               % (out, shade, labels, data, target))
     r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
     return r.returncode == 0
@@ -197,17 +206,19 @@ def main():
                 % (bogo_alone or 0, mbps_alone or 0))
             results = []
             for rep in range(args.reps):
-                order = ARMS[rep % 3:] + ARMS[:rep % 3]
+                order = ARMS[rep % len(ARMS):] + ARMS[:rep % len(ARMS)]
                 for arm in (a for a in order if a in args.arms.split(",")):
                     r = run_arm(rig, arm, static, say,
                                 keep=os.path.join(args.out, "colocation-rep%d" % (rep + 1)))
                     results.append(r)
                     say("  rep %d %-10s objective met in %2d/%d windows, p99 %s, stress-ng %.0f%%, "
-                        "fio %.0f%% of alone, recovery %s"
+                        "fio %.0f%% of alone, recovery %s; nginx threads' slices at %d s: %s"
                         % (rep + 1, arm, r["met"], r["windows"], fmt_us(r["p99"]),
                            100 * (r["bogo"] or 0) / (bogo_alone or 1),
                            100 * (r["mbps"] or 0) / (mbps_alone or 1),
-                           ", ".join(rec(v) for v in r["recovery"])))
+                           ", ".join(rec(v) for v in r["recovery"]), FIO_AT,
+                           ", ".join("%d x %s" % (n, fmt_us(ns / 1000))
+                                     for ns, n in sorted(r["slices"].items())) or "-"))
         finally:
             rig.remove_fio_data()
     rows = []

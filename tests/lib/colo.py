@@ -227,14 +227,15 @@ class Rig:
         return alone, hog, share, hog >= separation * alone
 
     # -- tailwarden --------------------------------------------------------------
-    def write_config(self, tag="tw", target=None, dry_run=False, extra=""):
+    def write_config(self, tag="tw", target=None, dry_run=False, extra="", web_limits=""):
         d = os.path.join(self.dir, tag)
         pol = os.path.join(d, "policies")
         os.makedirs(pol, exist_ok=True)
         files = {
             "web.policy": "[Service]\nCgroup=%s\nClass=latency-critical\n[Objective]\n"
-                          "Percentile=99\nTarget=%dus\nMinRequests=200\nWindow=1s\n"
-                          % (self.web.rel, target or self.target),
+                          "Percentile=99\nTarget=%dus\nMinRequests=200\nWindow=1s\n%s"
+                          % (self.web.rel, target or self.target,
+                             "[Limits]\n%s\n" % web_limits if web_limits else ""),
             "batch.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n"
                             "CPUWeight=1..100\nCPUQuota=5%%..max\n" % self.batch.rel,
             "scan.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n"
@@ -275,6 +276,16 @@ class Rig:
     def decisions_list(self):
         text = readf(self.decisions, "") or ""
         return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    def thread_slices(self):
+        """The EEVDF slice (ns, /proc/TID/sched se.slice) of each of nginx's threads."""
+        out = {}
+        procs = readf(os.path.join(tw.CGROUP_FS, "cpu", self.web.rel.lstrip("/"), "tasks"), "")
+        for tid in (procs or "").split():
+            for line in (readf("/proc/%s/sched" % tid, "") or "").splitlines():
+                if line.startswith("se.slice"):
+                    out[int(tid)] = int(line.split(":")[1])
+        return out
 
     def knob_files(self):
         """Each best-effort cgroup's CPU knob files as they are now."""
