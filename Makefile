@@ -30,7 +30,8 @@ endif
 SENSING := sensing/hist.c sensing/cgroup.c sensing/cgroupfs.c sensing/idtab.c sensing/bpf_util.c sensing/sensor.c \
 	sensing/diagnosis.c sensing/contention.c sensing/contention_load.c sensing/reap.c
 CONTROLLER := controller/run.c controller/manager.c controller/decisions.c controller/sensors.c controller/top.c controller/output.c \
-	controller/knob.c controller/knob_freq.c controller/knob_state.c controller/iosched.c controller/restore.c controller/check.c \
+	controller/knob.c controller/knob_freq.c controller/knob_slice.c controller/knob_state.c controller/iosched.c controller/restore.c \
+	controller/check.c \
 	controller/unit.c controller/daemon.c controller/feed.c \
 	controller/recording.c controller/record.c controller/replay.c \
 	controller/report.c controller/expo.c controller/status.c controller/metrics.c
@@ -198,7 +199,7 @@ $(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h common/*.h)
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		$(FUZZ_SRCS) -linih -lm -o $@
 
-FUZZ_STATE_SRCS := tests/fuzz/fuzz_state.c controller/knob_state.c controller/iosched.c controller/knob.c \
+FUZZ_STATE_SRCS := tests/fuzz/fuzz_state.c controller/knob_state.c controller/iosched.c controller/knob.c controller/knob_slice.c \
 	controller/knob_freq.c controller/unit.c policies/action.c common/log.c common/fileio.c
 $(OUTPUT)/fuzz/fuzz_state: $(FUZZ_STATE_SRCS) $(wildcard controller/*.h policies/*.h common/*.h)
 	$(call msg,FUZZ-CC,$@)

@@ -197,7 +197,7 @@ static void objectives(FILE *f, const struct report *r)
 static void knobs(FILE *f, const struct report *r)
 {
 	static const char *const fam[][3] = {
-		{ "tailwarden_knob_value", "gauge", "A knob's value now (cpu.max as a fraction of one CPU, +Inf for no limit; cpufreq in Hz)." },
+		{ "tailwarden_knob_value", "gauge", "A knob's value now (cpu.max as a fraction of one CPU, +Inf for no limit; cpufreq in Hz; sched.slice in seconds, 0 for the threads' own)." },
 		{ "tailwarden_knob_ours", "gauge", "1 when the knob holds a value tailwarden set." },
 	};
 	char extra[64];
@@ -215,6 +215,8 @@ static void knobs(FILE *f, const struct report *r)
 					continue;
 				if (k == KNOB_CPU_FREQ)
 					v *= 1000; /* kHz -> Hz */
+				if (k == KNOB_SCHED_SLICE)
+					v /= 1e9; /* ns -> s */
 				snprintf(extra, sizeof(extra), "knob=\"%s\"", knob_kind_name(k));
 				svc_labels(f, fam[m][0], s, extra);
 				value(f, m == 0 ? v : kn->ours);

@@ -508,6 +508,8 @@ int knobs_open(const char *cgroup_base, const char *rel, struct knobs **out)
 	k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
+	/* Per thread through sched_setattr (knob_slice.c), not a file of the cgroup. */
+	k->s[KNOB_SCHED_SLICE].why = "set per thread (knob_slice.c), not a cgroup file";
 	r = open_cgroupfs(k, base, r_el, ctrl, &found);
 	if (!r && !found)
 		r = -ENOENT;

@@ -38,9 +38,22 @@
  *
  *                { "knob": "io.scheduler", "device": "vda",
  *                  "original": "mq-deadline", "written": "bfq" }
+ *
+ * Slice= sets the EEVDF slice of each thread of the service (knob_slice.c):
+ * its record names threads, each by tid and start time (field 22 of
+ * /proc/TID/stat, so a tid reused by another thread is never touched),
+ * with the thread's original slice (0: the kernel's default, restored with
+ * 0) and the one we set. A thread whose slice someone else changed since
+ * is marked "left_alone" and never touched again:
+ *
+ *                { "cgroup_base": "/sys/fs/cgroup", "cgroup": "/lc/web",
+ *                  "knob": "sched.slice", "original": 0, "written": 1000000,
+ *                  "snapshot": { "threads": [ { "tid": 4242, "start": 81234,
+ *                                 "slice_ns": 0, "written_ns": 1000000 } ] } }
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -55,6 +68,7 @@
 #include "common/log.h"
 #include "controller/iosched.h"
 #include "controller/knob.h"
+#include "controller/knob_slice.h"
 #include "controller/knob_state.h"
 #include "controller/unit.h"
 
@@ -117,6 +131,32 @@ static bool known_knob(const char *name)
 
 #define IOSCHED_KNOB "io.scheduler"
 
+static bool is_slice(struct json_object *e)
+{
+	const char *k = str_of(e, "knob");
+
+	return k && !strcmp(k, "sched.slice");
+}
+
+/* One thread of a slice record: exactly these keys, in range. */
+static bool slice_entry_ok(struct json_object *t)
+{
+	struct json_object *v;
+	size_t keys = 4;
+
+	if (!json_object_is_type(t, json_type_object) || !int_in(t, "tid", 1, SLICE_TID_MAX) ||
+	    !int_in(t, "start", 0, INT64_MAX) || !int_in(t, "written_ns", SLICE_MIN_NS, SLICE_MAX_NS))
+		return false;
+	if (!int_in(t, "slice_ns", 0, 0) && !int_in(t, "slice_ns", SLICE_MIN_NS, SLICE_MAX_NS))
+		return false;
+	if (json_object_object_get_ex(t, "left_alone", &v)) {
+		if (!json_object_is_type(v, json_type_boolean))
+			return false;
+		keys++;
+	}
+	return (size_t)json_object_object_length(t) == keys;
+}
+
 static bool is_iosched(struct json_object *e)
 {
 	const char *k = str_of(e, "knob");
@@ -158,6 +198,18 @@ static const char *check_record(struct json_object *e)
 	unit = str_of(e, "unit");
 	if (json_object_object_get_ex(e, "unit", &v) && !unit)
 		return "\"unit\" is not a string";
+	if (is_slice(e)) {
+		if (unit)
+			return "a \"sched.slice\" record names threads, not a unit";
+		if (!has(snap, "threads", json_type_array, &list) || json_object_object_length(snap) != 1)
+			return "\"snapshot\" of a \"sched.slice\" record is not {\"threads\": [...]}";
+		for (size_t i = 0; i < json_object_array_length(list); i++)
+			if (!slice_entry_ok(json_object_array_get_idx(list, i)))
+				return "an entry of \"snapshot.threads\" is not {\"tid\": 1-4194304, \"start\": an integer >= 0, \"slice_ns\": 0 or 100000-100000000, \"written_ns\": 100000-100000000[, \"left_alone\": a boolean]}";
+		return NULL;
+	}
+	if (json_object_object_get_ex(snap, "threads", &v))
+		return "\"snapshot.threads\" in a record that is not \"sched.slice\"";
 	if (unit) {
 		if (!str_of(snap, "unit") || strcmp(str_of(snap, "unit"), unit))
 			return "\"snapshot.unit\" is not the record's unit";
@@ -697,12 +749,102 @@ static int unit_snapshot_restore(struct json_object *snap, knob_report_fn fn, vo
 	return 0;
 }
 
+static void why_say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void why_say(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+static int64_t i64(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) ? json_object_get_int64(v) : 0;
+}
+
+static void fmt_slice(char *buf, size_t len, int64_t ns)
+{
+	knob_format_value(buf, len, KNOB_SCHED_SLICE, (double)ns, 0);
+}
+
+/*
+ * Put back the slice of each thread of a record: only the same thread
+ * (tid and start time), only a fair one, only while it has the slice we
+ * set. A thread gone is fine. 0, or the -errno of the first failure.
+ */
+static int slice_restore(struct json_object *e, knob_report_fn fn, void *userdata, char *why,
+			 size_t whylen)
+{
+	struct json_object *snap, *list;
+	char line[256], a[24], b[24];
+	int first = 0;
+
+	json_object_object_get_ex(e, "snapshot", &snap);
+	json_object_object_get_ex(snap, "threads", &list);
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		struct json_object *t = json_object_array_get_idx(list, i), *v;
+		pid_t tid = (pid_t)i64(t, "tid");
+		int64_t orig = i64(t, "slice_ns"), wrote = i64(t, "written_ns");
+		struct slice_attr at;
+		uint64_t start;
+		int r;
+
+		line[0] = '\0';
+		if (json_object_object_get_ex(t, "left_alone", &v) && json_object_get_boolean(v))
+			continue;
+		r = slice_thread_start(tid, &start);
+		if (r == -ESRCH)
+			continue; /* gone: nothing to undo */
+		if (!r && (int64_t)start != i64(t, "start")) {
+			snprintf(line, sizeof(line), "thread %d: another thread now (start time %llu, recorded %lld), left alone",
+				 (int)tid, (unsigned long long)start, (long long)i64(t, "start"));
+		} else if (!r && !(r = slice_get(tid, &at)) && !slice_fair(&at)) {
+			snprintf(line, sizeof(line), "thread %d: no longer SCHED_OTHER or SCHED_BATCH, left alone", (int)tid);
+		} else if (!r && (int64_t)at.runtime != wrote) {
+			fmt_slice(a, sizeof(a), (int64_t)at.runtime);
+			fmt_slice(b, sizeof(b), wrote);
+			snprintf(line, sizeof(line), "thread %d: slice %s, we set %s: left alone", (int)tid, a, b);
+		} else if (!r) {
+			r = slice_set(tid, &at, (uint64_t)orig);
+			fmt_slice(a, sizeof(a), wrote);
+			fmt_slice(b, sizeof(b), orig);
+			if (!r)
+				snprintf(line, sizeof(line), "thread %d: slice %s -> %s", (int)tid, a, b);
+		}
+		if (r == -ESRCH)
+			continue;
+		if (r) {
+			if (!first)
+				why_say(why, whylen, "thread %d: %s", (int)tid, strerror(-r));
+			first = first ? first : r;
+			continue;
+		}
+		log_debug("%s: %s", str_of(e, "cgroup"), line);
+		if (fn) {
+			char full[512];
+
+			snprintf(full, sizeof(full), "sched.slice of %s: %s", str_of(e, "cgroup"), line);
+			log_make_printable(full);
+			fn(userdata, full);
+		}
+	}
+	return first;
+}
+
 static int snapshot_restore(struct json_object *e, knob_report_fn fn, void *userdata, char *why,
 			    size_t whylen)
 {
 	struct json_object *snap;
 
 	json_object_object_get_ex(e, "snapshot", &snap);
+	if (is_slice(e))
+		return slice_restore(e, fn, userdata, why, whylen);
 	if (str_of(snap, "unit"))
 		return unit_snapshot_restore(snap, fn, userdata);
 	return knob_snapshot_restore(str_of(e, "cgroup_base"), str_of(e, "cgroup"),
@@ -723,6 +865,8 @@ int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *
 		if (unit ? !u || strcmp(u, unit)
 			 : u || strcmp(str_of(e, "cgroup_base"), cgroup_base) || strcmp(str_of(e, "cgroup"), rel))
 			continue;
+		if (is_slice(e)) /* threads outlive their cgroup: theirs again */
+			slice_restore(e, NULL, NULL, NULL, 0);
 		if (unit) {
 			json_object_object_get_ex(e, "snapshot", &snap);
 			r = unit_snapshot_restore(snap, NULL, NULL);
@@ -880,8 +1024,9 @@ static int restore_all(struct knob_state *s, const char *cgroup_base, bool keep_
 		} else if (is_iosched(e)) {
 			r = iosched_restore(e, fn, userdata, why, sizeof(why));
 		/* A frequency record names CPUs, not files under a root: no root to check. */
+		/* Nor a slice record: it names threads (tid and start time). */
 		} else if (cgroup_base && !same_base(str_of(e, "cgroup_base"), cgroup_base) &&
-		    strcmp(str_of(e, "knob"), knob_kind_name(KNOB_CPU_FREQ))) {
+		    strcmp(str_of(e, "knob"), knob_kind_name(KNOB_CPU_FREQ)) && !is_slice(e)) {
 			snprintf(why, sizeof(why), "recorded for the cgroup root %s, not CgroupBase=%s; refusing it",
 				 str_of(e, "cgroup_base"), cgroup_base);
 			r = -EXDEV;
@@ -943,4 +1088,178 @@ int knob_state_restore_all(struct knob_state *s, const char *cgroup_base)
 int knob_state_restore_knobs(struct knob_state *s, const char *cgroup_base)
 {
 	return restore_all(s, cgroup_base, true, NULL, NULL, NULL);
+}
+
+/* ---- Slice= ---- */
+
+static struct json_object *slice_threads_of(struct json_object *e)
+{
+	struct json_object *snap, *list;
+
+	json_object_object_get_ex(e, "snapshot", &snap);
+	json_object_object_get_ex(snap, "threads", &list);
+	return list;
+}
+
+static int slice_record(struct knob_state *s, const char *base, const char *rel, uint64_t ns)
+{
+	struct json_object *snap, *e;
+	int i = find(s, base, rel, KNOB_SCHED_SLICE);
+
+	if (i >= 0)
+		return i;
+	snap = json_object_new_object();
+	if (!snap || json_object_object_add(snap, "threads", json_object_new_array())) {
+		json_object_put(snap);
+		return -ENOMEM;
+	}
+	e = new_record(base, rel, KNOB_SCHED_SLICE, 0, snap);
+	if (!e || json_object_object_add(e, "written", json_object_new_int64((int64_t)ns)) ||
+	    json_object_array_add(s->knobs, e)) {
+		json_object_put(e);
+		return -ENOMEM;
+	}
+	return json_object_array_length(s->knobs) - 1;
+}
+
+static struct json_object *slice_find_tid(struct json_object *list, pid_t tid, size_t *idx)
+{
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		struct json_object *t = json_object_array_get_idx(list, i);
+
+		if (i64(t, "tid") == tid) {
+			*idx = i;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+/* A new thread to give the slice: its original recorded, not yet on disk. */
+struct slice_new {
+	pid_t tid;
+	struct slice_attr at;
+};
+
+int knob_state_slice(struct knob_state *s, const char *cgroup_base, const char *rel,
+		     const pid_t *tids, size_t n, uint64_t ns, uint64_t default_ns,
+		     struct slice_tally *tally)
+{
+	struct json_object *e, *list;
+	struct slice_new *todo;
+	size_t ntodo = 0;
+	bool dirty = false;
+	int i, r, first = 0;
+
+	memset(tally, 0, sizeof(*tally));
+	if (ns < SLICE_MIN_NS || ns > SLICE_MAX_NS)
+		return -ERANGE;
+	todo = calloc(n ? n : 1, sizeof(*todo));
+	if (!todo)
+		return -ENOMEM;
+	i = slice_record(s, cgroup_base, rel, ns);
+	if (i < 0) {
+		free(todo);
+		return i;
+	}
+	e = json_object_array_get_idx(s->knobs, i);
+	list = slice_threads_of(e);
+	for (size_t k = 0; k < n; k++) {
+		struct json_object *t, *o;
+		struct slice_attr at;
+		uint64_t start;
+		size_t idx;
+
+		if (slice_thread_start(tids[k], &start) || slice_get(tids[k], &at)) {
+			tally->gone++;
+			continue;
+		}
+		t = slice_find_tid(list, tids[k], &idx);
+		if (t && i64(t, "start") != (int64_t)start) {
+			/* The recorded thread is gone and its tid reused: a new thread. */
+			json_object_array_del_idx(list, idx, 1);
+			dirty = true;
+			t = NULL;
+		}
+		if (t) {
+			if (json_object_object_get_ex(t, "left_alone", &o) && json_object_get_boolean(o)) {
+				tally->left_alone++;
+			} else if (slice_fair(&at) && at.runtime == (uint64_t)i64(t, "written_ns")) {
+				tally->kept++;
+			} else {
+				/* Someone else's now: never touched again, nor restored. */
+				json_object_object_add(t, "left_alone", json_object_new_boolean(1));
+				dirty = true;
+				tally->left_alone++;
+				tally->changed++;
+			}
+			continue;
+		}
+		if (!slice_fair(&at)) {
+			tally->not_fair++;
+			continue;
+		}
+		t = json_object_new_object();
+		if (!t || json_object_object_add(t, "tid", json_object_new_int64(tids[k])) ||
+		    json_object_object_add(t, "start", json_object_new_int64((int64_t)start)) ||
+		    json_object_object_add(t, "slice_ns", json_object_new_int64(at.runtime == default_ns ? 0 : (int64_t)at.runtime)) ||
+		    json_object_object_add(t, "written_ns", json_object_new_int64((int64_t)ns)) ||
+		    json_object_array_add(list, t)) {
+			json_object_put(t);
+			free(todo);
+			return -ENOMEM;
+		}
+		todo[ntodo].tid = tids[k];
+		todo[ntodo++].at = at;
+		dirty = true;
+	}
+	/* Every original on disk before the first write. */
+	if (dirty && (r = save(s))) {
+		for (size_t k = 0; k < ntodo; k++) {
+			size_t idx;
+
+			if (slice_find_tid(list, todo[k].tid, &idx))
+				json_object_array_del_idx(list, idx, 1);
+		}
+		free(todo);
+		return r;
+	}
+	dirty = false;
+	for (size_t k = 0; k < ntodo; k++) {
+		size_t idx;
+
+		r = slice_set(todo[k].tid, &todo[k].at, ns);
+		if (!r) {
+			tally->set++;
+			continue;
+		}
+		if (r == -ESRCH) {
+			tally->gone++;
+		} else {
+			first = first ? first : r;
+			tally->failed++;
+		}
+		/* Not changed (or gone): nothing to restore. */
+		if (slice_find_tid(list, todo[k].tid, &idx)) {
+			json_object_array_del_idx(list, idx, 1);
+			dirty = true;
+		}
+	}
+	free(todo);
+	if (dirty && (r = save(s)))
+		log_debug_errno(r, "Failed to drop the threads not changed from the state file: %m");
+	return first;
+}
+
+int knob_state_slice_release(struct knob_state *s, const char *cgroup_base, const char *rel)
+{
+	int i = find(s, cgroup_base, rel, KNOB_SCHED_SLICE), r;
+
+	if (i < 0)
+		return 0;
+	r = slice_restore(json_object_array_get_idx(s->knobs, i), NULL, NULL, NULL, 0);
+	if (r)
+		return r;
+	json_object_array_del_idx(s->knobs, i, 1);
+	return save(s);
 }

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "controller/knob.h"
 
 /*
@@ -110,6 +111,35 @@ int knob_state_restore_knobs(struct knob_state *s, const char *cgroup_base);
  */
 int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
 				  knob_report_fn fn, void *userdata, int *left_alone);
+
+/* What knob_state_slice() did with the threads it was given. */
+struct slice_tally {
+	unsigned set;        /* given the slice now */
+	unsigned kept;       /* had it already */
+	unsigned gone;       /* exited meanwhile */
+	unsigned not_fair;   /* not SCHED_OTHER or SCHED_BATCH: left alone */
+	unsigned left_alone; /* changed by someone else after us, now or before */
+	unsigned changed;    /* of those, found changed this call */
+	unsigned failed;
+};
+/*
+ * Slice=: give each thread of tids[] (the threads of cgroup rel) the
+ * slice ns. A thread not yet recorded gets its original recorded first
+ * (tid, start time, slice: 0 when it is default_ns, the kernel's
+ * default), all of them on disk in one write before any slice is set;
+ * a recorded thread that has the slice is left as it is; one whose slice
+ * someone else changed is marked left alone and never touched again.
+ * Threads that are gone are skipped. 0, or -errno (of the record, or the
+ * first write that failed: the others are still tried).
+ */
+int knob_state_slice(struct knob_state *s, const char *cgroup_base, const char *rel,
+		     const pid_t *tids, size_t n, uint64_t ns, uint64_t default_ns,
+		     struct slice_tally *tally);
+/*
+ * Give the threads of cgroup rel their own slices back (each only while
+ * it still has ours) and drop the record. 0 or -errno (the record kept).
+ */
+int knob_state_slice_release(struct knob_state *s, const char *cgroup_base, const char *rel);
 
 /*
  * IOScheduler=: record the scheduler of block device dev as it is now (if

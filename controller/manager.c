@@ -28,6 +28,7 @@
 #include "controller/expo.h"
 #include "controller/feed.h"
 #include "controller/knob.h"
+#include "controller/knob_slice.h"
 #include "controller/iosched.h"
 #include "controller/knob_state.h"
 #include "controller/manager.h"
@@ -64,6 +65,7 @@ struct service_rt {
 	bool overridden[KNOB_MAX];
 	char verdict[32];          /* kind of the last verdict logged ("violation", "hold", ...) */
 	uint64_t verdict_usec;     /* when a verdict was last logged */
+	bool slice_capped;         /* the thread cap was said */
 	struct knob_fail {         /* a knob write that keeps failing */
 		unsigned n;        /* failures in a row */
 		int err;           /* the last one's -errno */
@@ -105,6 +107,9 @@ struct manager {
 	struct report *report;     /* for `tailwarden status` and /metrics */
 	struct metrics *metrics;   /* NULL with Metrics=no */
 	bool status_failed;        /* the last status.json write failed (said once) */
+	int slice_ok;              /* custom slices: 1 work, -1 do not, 0 not probed */
+	uint64_t slice_default_ns; /* the kernel's default slice */
+	pid_t *tids;               /* scratch: a service's threads */
 };
 
 static void hook_sample(struct manager *m, struct service_rt *s, const struct qos_sample *q,
@@ -398,6 +403,63 @@ static bool unit_knob(const struct service_rt *s, enum knob_kind k)
 	return s->p->unit && unit_property(k);
 }
 
+/*
+ * Slice=: probed once, when a policy first asks for it. Without kernel
+ * support one line says so and every other knob still runs.
+ */
+static void slice_check(struct manager *m)
+{
+	const char *why = NULL;
+	bool want = false;
+	int r;
+
+	for (size_t i = 0; i < m->set->n; i++)
+		want |= m->set->v[i].slice_ns.set;
+	if (!want || m->slice_ok)
+		return;
+	r = slice_probe(&m->slice_default_ns, &why);
+	m->slice_ok = r ? -1 : 1;
+	if (r)
+		log_error("Slice= cannot act: %s; policies run without it", why);
+	else
+		log_info("Slice= can act: custom EEVDF slices work (default slice %.3g ms)",
+			 m->slice_default_ns / 1e6);
+}
+
+static bool slice_used(const struct manager *m, const struct service_rt *s)
+{
+	return s->p->slice_ns.set && m->slice_ok > 0;
+}
+
+/* The service's threads get the slice ns (those that have it are left as they are). */
+static int slice_apply(struct manager *m, struct service_rt *s, uint64_t ns)
+{
+	struct slice_tally t;
+	char file[PATH_MAX];
+	bool capped;
+	size_t n;
+	int r;
+
+	if (!m->tids && !(m->tids = calloc(SLICE_MAX_THREADS, sizeof(*m->tids))))
+		return -ENOMEM;
+	r = slice_threads(m->cfg->cgroup_base, m->root, s->cg, m->tids, SLICE_MAX_THREADS, &n, &capped,
+			  file, sizeof(file));
+	if (r)
+		return r;
+	if (capped && !s->slice_capped)
+		log_warning("service %s: more than %d threads in %s; only the first %d get Slice=",
+			    s->p->name, SLICE_MAX_THREADS, file, SLICE_MAX_THREADS);
+	s->slice_capped |= capped;
+	r = knob_state_slice(m->state, m->cfg->cgroup_base, s->cg, m->tids, n, ns, m->slice_default_ns, &t);
+	if (t.changed)
+		log_warning("sched.slice of %s: %u thread(s) had their slice changed by someone else; leaving them alone",
+			    s->cg, t.changed);
+	if (t.set)
+		log_debug("sched.slice of %s: %u thread(s) given the slice, %u had it, %u not SCHED_OTHER/SCHED_BATCH",
+			  s->cg, t.set, t.kept, t.not_fair);
+	return r;
+}
+
 /* Record the original, then write: cgroupfs, or the unit's property. 0 or -errno. */
 static int write_knob(struct manager *m, struct service_rt *s, const struct action *a,
 		      char *path, size_t len)
@@ -405,6 +467,12 @@ static int write_knob(struct manager *m, struct service_rt *s, const struct acti
 	enum knob_kind k = a->knob;
 	int r;
 
+	if (k == KNOB_SCHED_SLICE) {
+		snprintf(path, len, "sched.slice of the threads of %s", s->cg);
+		if (a->new_value > 0)
+			return slice_apply(m, s, (uint64_t)a->new_value);
+		return knob_state_slice_release(m->state, m->cfg->cgroup_base, s->cg);
+	}
 	if (!unit_knob(s, k)) {
 		snprintf(path, len, "%s", knob_path(s->knobs, k));
 		return knob_state_write(m->state, m->cfg->cgroup_base, s->cg, k, s->knobs, a->old_value,
@@ -506,6 +574,12 @@ static void read_knobs(struct manager *m, struct service_rt *s, int idx, double 
 		knob[k] = NAN;
 		if (!s->knobs || s->overridden[k])
 			continue;
+		if (k == KNOB_SCHED_SLICE) {
+			/* What we set, or the threads' own (0); a thread changed by someone else is left alone on its own. */
+			if (slice_used(m, s))
+				knob[k] = s->wrote[k] ? s->written[k] : 0;
+			continue;
+		}
 		if (unit_knob(s, k)) {
 			if (!m->bus)
 				continue;
@@ -542,6 +616,14 @@ static void sense_service(struct manager *m, struct service_rt *s, int idx,
 	read_knobs(m, s, idx, in->knob);
 	if (!s->cgid)
 		return;
+	/* New threads (workers, a restarted service) get the slice while it is set. */
+	if (!m->o.dry_run && s->wrote[KNOB_SCHED_SLICE] && s->written[KNOB_SCHED_SLICE] > 0 &&
+	    slice_used(m, s)) {
+		int r = slice_apply(m, s, (uint64_t)s->written[KNOB_SCHED_SLICE]);
+
+		if (r && r != -ENOENT)
+			knob_failed(s, KNOB_SCHED_SLICE, r, "sched.slice of the threads", "the slice");
+	}
 	sensor_sample(now, m->prev, s->cgid, iv, q);
 	if (m->cont && cnow &&
 	    !contention_sample(m->cont, cnow, m->cprev, s->cgid, s->cg, iv, c))
@@ -761,6 +843,7 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	m->engine = engine;
 	if (services_new(m) < 0)
 		return sd_event_exit(m->event, -ENOMEM);
+	slice_check(m);
 	log_notice("reloaded: %zu service(s)", set->n);
 	io_schedulers(m);
 done:
@@ -934,6 +1017,7 @@ int manager_new(const struct manager_opts *o, struct manager **out)
 		goto fail;
 	}
 	m->engine = engine_new(m->set);
+	slice_check(m);
 	bus_connect(m, 1);
 	r = m->engine ? services_new(m) : -ENOMEM;
 	if (!r)
@@ -1016,6 +1100,7 @@ void manager_free(struct manager *m)
 	unit_bus_free(m->bus);
 	cg_names_free(m->names);
 	decisions_close(m->decisions);
+	free(m->tids);
 	free(m->q);
 	free(m->c);
 	sd_event_unref(m->event);
@@ -1074,6 +1159,7 @@ static const struct policy_range *hook_range(const struct policy *p, enum knob_k
 	case KNOB_CPU_WEIGHT: return &p->cpu_weight;
 	case KNOB_IO_WEIGHT: return &p->io_weight;
 	case KNOB_CPU_FREQ: return &p->cpu_freq_khz;
+	case KNOB_SCHED_SLICE: return &p->slice_ns;
 	default: return NULL;
 	}
 }
@@ -1085,7 +1171,9 @@ static void hook_knobs(struct manager *m, struct service_rt *s, struct report_se
 		const struct policy_range *range = hook_range(s->p, k);
 		double v = NAN;
 
-		if (unit_knob(s, k) && m->bus && s->cgid)
+		if (k == KNOB_SCHED_SLICE && s->cgid && slice_used(m, s))
+			v = s->wrote[k] ? s->written[k] : 0;
+		else if (unit_knob(s, k) && m->bus && s->cgid)
 			v = unit_raw_to_value(k, s->up.raw[k]);
 		else if (!unit_knob(s, k) && s->knobs && knob_available(s->knobs, k, NULL) &&
 			 knob_read(s->knobs, k, &v))

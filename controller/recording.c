@@ -408,6 +408,11 @@ static int parse_cgroup(struct json_object *o, struct rec_cgroup *g, const char 
 		return -EINVAL;
 	for (int i = 0; i < KNOB_MAX; i++) {
 		*why = knob_kind_name(i);
+		/* Recordings made before Slice= have no sched.slice: unavailable. */
+		if (i == KNOB_SCHED_SLICE && !json_object_object_get_ex(k, knob_kind_name(i), NULL)) {
+			g->knob[i] = NAN;
+			continue;
+		}
 		if (get_exact(k, knob_kind_name(i), &g->knob[i]))
 			return -EINVAL;
 	}

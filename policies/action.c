@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "policies/action.h"
+#include "policies/units.h"
 
 const char *knob_kind_name(enum knob_kind k)
 {
@@ -11,6 +12,7 @@ const char *knob_kind_name(enum knob_kind k)
 		[KNOB_CPU_WEIGHT] = "cpu.weight",
 		[KNOB_IO_WEIGHT] = "io.weight",
 		[KNOB_CPU_FREQ] = "cpufreq",
+		[KNOB_SCHED_SLICE] = "sched.slice",
 	};
 
 	return (int)k >= 0 && k < KNOB_MAX ? names[k] : "unknown";
@@ -34,6 +36,10 @@ void knob_format_value(char *buf, size_t len, enum knob_kind k, double v, int qu
 		snprintf(buf, len, "%.*g%%", quota_digits, v * 100);
 	else if (k == KNOB_CPU_QUOTA)
 		snprintf(buf, len, "%.0f%%", v * 100);
+	else if (k == KNOB_SCHED_SLICE && v <= 0)
+		snprintf(buf, len, "default");
+	else if (k == KNOB_SCHED_SLICE)
+		unit_format_ns(buf, len, v, 3);
 	else if (k == KNOB_CPU_FREQ)
 		snprintf(buf, len, "%.0fMHz", v / 1000);
 	else

@@ -11,6 +11,7 @@ enum knob_kind {
 	KNOB_CPU_WEIGHT, /* 1..10000 */
 	KNOB_IO_WEIGHT,  /* 1..10000 */
 	KNOB_CPU_FREQ,   /* max frequency, kHz */
+	KNOB_SCHED_SLICE, /* EEVDF slice of the service's threads, ns; 0: their own (default) */
 	KNOB_MAX,
 };
 
@@ -21,13 +22,15 @@ struct action {
 	char reason[256];     /* in words: which signal, which value, which rule */
 };
 
-const char *knob_kind_name(enum knob_kind k); /* "cpu.max", "cpu.weight", "io.weight", "cpufreq" */
+/* "cpu.max", "cpu.weight", "io.weight", "cpufreq", "sched.slice" */
+const char *knob_kind_name(enum knob_kind k);
 /* The kind named name (as knob_kind_name() says it), or KNOB_MAX when none. */
 enum knob_kind knob_kind_from_name(const char *name);
 /*
  * A knob's value for people, as the log, the reasons and `status` show it:
  * "max", a quota in percent with quota_digits significant digits (0: whole
- * percent), a frequency in MHz, a weight; "?" for NaN (unknown). A kind of
+ * percent), a frequency in MHz, a weight, a slice as a duration ("default"
+ * for 0: the threads' own); "?" for NaN (unknown). A kind of
  * KNOB_MAX (unknown) prints the number.
  */
 void knob_format_value(char *buf, size_t len, enum knob_kind k, double v, int quota_digits);

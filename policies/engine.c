@@ -134,6 +134,8 @@ struct service_mem {
 	enum band band;
 	unsigned streak;      /* large-slack windows in a row */
 	bool fresh;           /* a verdict this tick */
+	bool slice_now;       /* its short slice was given this tick: the rest of the CPU route waits */
+	bool rest_home;       /* at the tick's start, every knob but its slice was home */
 	unsigned route;
 	double slack;
 	double usage;
@@ -255,6 +257,8 @@ static const struct policy_range *range_of(const struct policy *p, enum knob_kin
 		return &p->io_weight;
 	case KNOB_CPU_FREQ:
 		return &p->cpu_freq_khz;
+	case KNOB_SCHED_SLICE:
+		return &p->slice_ns;
 	default:
 		return NULL;
 	}
@@ -377,7 +381,8 @@ static void observe(struct engine *e, size_t i, const struct engine_input *in)
 			continue;
 		if (!m->seen) {
 			m->seen = true;
-			m->home = r->set ? clamp_range(r, v) : v;
+			/* The slice's home is the threads' own (0), never a range's bound. */
+			m->home = r->set && k != KNOB_SCHED_SLICE ? clamp_range(r, v) : v;
 			m->max_seen = v;
 		}
 		m->max_seen = fmax(m->max_seen, v);
@@ -461,6 +466,7 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 	const char *spare;
 
 	s->fresh = false;
+	s->slice_now = false;
 	if (p->klass != POLICY_LATENCY_CRITICAL)
 		return;
 	if (!in->have_window) {
@@ -604,6 +610,9 @@ static int worst_violation(const struct engine *e, unsigned route)
 	for (size_t i = 0; i < e->set->n; i++) {
 		const struct service_mem *s = &e->s[i];
 
+		/* Its short slice first: the CPU route's cuts wait a window to see it. */
+		if (route == ROUTE_CPU && s->slice_now)
+			continue;
 		if (s->fresh && s->band == BAND_VIOLATION && (s->route & route) &&
 		    (w < 0 || s->slack < e->s[w].slack))
 			w = (int)i;
@@ -749,16 +758,73 @@ static void lower_own(struct tick *t, size_t i, enum knob_kind k)
 				  : "large slack: -10% of what was given, never below its own value");
 }
 
+/*
+ * The first rung of a CPU violation: the service's threads get the short
+ * EEVDF slice of Slice=. A weight changes how often a hog is picked, not
+ * how long it runs once picked; a short slice makes a waking request wait
+ * at most one short slice of its own, and costs best-effort work nothing
+ * in throughput. True when given this tick: the rest of the CPU route
+ * (its weight, the neighbours' cuts) waits a window to see its effect.
+ */
+static bool give_slice(struct tick *t, size_t i)
+{
+	const struct policy_range *r = &t->e->set->v[i].slice_ns;
+	struct knob_mem *m = &t->e->s[i].k[KNOB_SCHED_SLICE];
+
+	if (!movable(t->e, i, KNOB_SCHED_SLICE) || m->now == r->lo || !cooled(m, DIR_PROTECT, t->now))
+		return false;
+	change(t, i, KNOB_SCHED_SLICE, r->lo, DIR_PROTECT, i, true, "%s",
+	       "the short slice first: a waking request waits behind one short slice, best-effort throughput is not cut");
+	return true;
+}
+
+/* Is every knob but the slice home: nothing taken from a neighbour, nothing given to i? */
+static bool all_home_but_slice(const struct engine *e, size_t i)
+{
+	for (size_t b = 0; b < e->set->n; b++) {
+		for (int k = 0; k < KNOB_MAX; k++) {
+			const struct knob_mem *m = &e->s[b].k[k];
+
+			if (k == KNOB_SCHED_SLICE || k == KNOB_CPU_FREQ || !movable(e, b, k) || !m->touched)
+				continue;
+			if (e->set->v[b].klass == POLICY_BEST_EFFORT && m->now < m->home)
+				return false;
+			if (b == i && m->now > m->home)
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * The last give-back: the threads' own slices again, once the service has
+ * been in large slack long enough and everything else is back (checked
+ * before this tick's other give-backs, so the slice goes a window after
+ * the last of them at the earliest).
+ */
+static void take_slice(struct tick *t, size_t i, bool rest_home)
+{
+	struct knob_mem *m = &t->e->s[i].k[KNOB_SCHED_SLICE];
+
+	if (!rest_home || !movable(t->e, i, KNOB_SCHED_SLICE) || !m->touched || !(m->now > 0) ||
+	    !cooled(m, DIR_RELAX, t->now))
+		return;
+	change(t, i, KNOB_SCHED_SLICE, 0, DIR_RELAX, i, false, "%s",
+	       "large slack and everything else given back: the threads' own slices again");
+}
+
 static void own_knobs(struct tick *t, size_t i)
 {
-	const struct service_mem *s = &t->e->s[i];
+	struct service_mem *s = &t->e->s[i];
 
 	if (!s->fresh)
 		return;
 	if (s->slack < SLACK_FREQ_UP)
 		raise_own(t, i, KNOB_CPU_FREQ, "slack below 0.05: frequency to the ceiling");
 	if (s->band == BAND_VIOLATION) {
-		if (s->route & ROUTE_CPU)
+		if ((s->route & ROUTE_CPU) && give_slice(t, i))
+			s->slice_now = true;
+		else if (s->route & ROUTE_CPU)
 			raise_own(t, i, KNOB_CPU_WEIGHT, "multiplicative raise, wins wake-ups");
 		if (s->route & ROUTE_OWN_CPU)
 			raise_own(t, i, KNOB_CPU_QUOTA, "multiplicative raise");
@@ -766,7 +832,8 @@ static void own_knobs(struct tick *t, size_t i)
 			raise_own(t, i, KNOB_IO_WEIGHT, "multiplicative raise");
 	} else if (s->band == BAND_SLACK && s->streak >= GIVE_WINDOWS) {
 		for (int k = 0; k < KNOB_MAX; k++)
-			lower_own(t, i, k);
+			if (k != KNOB_SCHED_SLICE) /* take_slice(): last */
+				lower_own(t, i, k);
 	}
 }
 
@@ -788,6 +855,9 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 	}
 	if (!any)
 		return 0;
+	/* Before this tick's give-backs: the slice comes back after them. */
+	for (size_t i = 0; i < set->n; i++)
+		e->s[i].rest_home = all_home_but_slice(e, i);
 	for (size_t i = 0; i < set->n; i++)
 		if (set->v[i].klass == POLICY_LATENCY_CRITICAL)
 			own_knobs(&t, i);
@@ -805,5 +875,8 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 			give_back(&t, b, KNOB_IO_WEIGHT, relax, window);
 		}
 	}
+	for (size_t i = 0; relax >= 0 && i < set->n; i++)
+		if (set->v[i].klass == POLICY_LATENCY_CRITICAL && e->s[i].fresh)
+			take_slice(&t, i, e->s[i].rest_home);
 	return t.overflow ? -ENOSPC : (int)t.n;
 }

@@ -27,6 +27,9 @@
 #define TARGET_MAX_NS (60 * NSEC_PER_SEC)
 #define WINDOW_MIN_NS (100 * NSEC_PER_MSEC)
 #define WINDOW_MAX_NS (600 * NSEC_PER_SEC)
+/* What the kernel accepts as a custom EEVDF slice (sched_setattr's sched_runtime). */
+#define SLICE_MIN_NS (100 * NSEC_PER_USEC)
+#define SLICE_MAX_NS (100 * NSEC_PER_MSEC)
 
 /* ---- policy files ---- */
 
@@ -43,6 +46,7 @@ enum {
 	K_CPU_WEIGHT,
 	K_IO_WEIGHT,
 	K_CPU_FREQUENCY,
+	K_SLICE,
 };
 
 /*
@@ -217,6 +221,27 @@ static int set_cpu_frequency(void *obj, const char *v, char *why)
 	return set_range(&((struct policy *)obj)->cpu_freq_khz, &freq_spec, v, why);
 }
 
+/*
+ * One duration: the slice the service's threads get while it misses. A
+ * range would need a rule for walking it, and a shorter slice has no
+ * cost to the service that would call for one: refused.
+ */
+static int set_slice(void *obj, const char *v, char *why)
+{
+	struct policy_range *r = &((struct policy *)obj)->slice_ns;
+	uint64_t ns;
+	int ret;
+
+	if (strstr(v, ".."))
+		return unit_fail(why, "a range has no meaning here: give one duration such as 1ms (the slice while the service misses its target)");
+	ret = unit_parse_duration_in(v, SLICE_MIN_NS, SLICE_MAX_NS, &ns, why);
+	if (ret < 0)
+		return ret;
+	r->lo = r->hi = (double)ns;
+	r->set = true;
+	return 0;
+}
+
 static const char *const policy_sections[] = { "Service", "Objective", "Limits" };
 
 static const struct ini_key policy_keys[] = {
@@ -231,6 +256,7 @@ static const struct ini_key policy_keys[] = {
 	[K_CPU_WEIGHT] = { S_LIMITS, "CPUWeight", "a weight or a range such as 10..1000", set_cpu_weight },
 	[K_IO_WEIGHT] = { S_LIMITS, "IOWeight", "a weight or a range such as 10..1000", set_io_weight },
 	[K_CPU_FREQUENCY] = { S_LIMITS, "CPUFrequency", "a frequency or a range such as 1.2GHz..max", set_cpu_frequency },
+	[K_SLICE] = { S_LIMITS, "Slice", "a duration from 0.1ms to 100ms such as 1ms", set_slice },
 };
 
 const struct ini_schema policy_schema = {
@@ -273,6 +299,8 @@ static int validate_policy(const struct policy *p, const struct ini_seen *seen,
 		r = file_err(fe, sl[S_OBJECTIVE], "[Objective] is for latency-critical services; this one is best-effort");
 	if (r == 0 && kl[K_CPU_FREQUENCY])
 		r = file_err(fe, kl[K_CPU_FREQUENCY], "CPUFrequency= is for latency-critical services only; this one is best-effort");
+	if (r == 0 && kl[K_SLICE])
+		r = file_err(fe, kl[K_SLICE], "Slice= is for latency-critical services only (their threads get the short slice); this one is best-effort");
 	if (r == 0 && !kl[K_CPU_QUOTA] && !kl[K_CPU_WEIGHT] && !kl[K_IO_WEIGHT])
 		r = file_err(fe, sl[S_LIMITS], "a best-effort service needs at least one of CPUQuota=, CPUWeight= or IOWeight= in [Limits] (what may be taken from it)");
 	return r;
@@ -627,6 +655,11 @@ static void sb_range(struct sbuf *sb, const char *name, const struct policy_rang
 	*first = false;
 }
 
+static void format_slice(double ns, char *buf, size_t len)
+{
+	unit_format_duration((uint64_t)ns, buf, len);
+}
+
 int policy_describe(const struct policy *p, char *buf, size_t len)
 {
 	struct sbuf sb = { buf, len, 0 };
@@ -650,6 +683,7 @@ int policy_describe(const struct policy *p, char *buf, size_t len)
 	sb_range(&sb, "CPUWeight", &p->cpu_weight, unit_format_number, &first);
 	sb_range(&sb, "IOWeight", &p->io_weight, unit_format_number, &first);
 	sb_range(&sb, "CPUFrequency", &p->cpu_freq_khz, unit_format_frequency, &first);
+	sb_range(&sb, "Slice", &p->slice_ns, format_slice, &first);
 	if (first)
 		sb_printf(&sb, "none");
 	return sb.off;

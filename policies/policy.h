@@ -29,6 +29,8 @@ struct policy_range {
  *   cpu_weight     cgroup v2 scale 1..10000 (actuators convert for v1)
  *   io_weight      cgroup v2 scale 1..10000 (v1 bfq: 1..1000, converted)
  *   cpu_freq_khz   kHz; hi INFINITY means the hardware maximum
+ *   slice_ns       ns, one value (lo == hi): the EEVDF slice given to the
+ *                  service's threads while it misses its target
  */
 struct policy {
 	char *name;   /* file name without ".policy" */
@@ -44,6 +46,7 @@ struct policy {
 	uint64_t window_ns;
 	/* [Limits] */
 	struct policy_range cpu_quota, cpu_weight, io_weight, cpu_freq_khz;
+	struct policy_range slice_ns; /* Slice=, latency-critical only */
 };
 
 struct policy_set {

@@ -162,7 +162,7 @@ static const struct file_case file_cases[] = {
 		      "web.policy:9: unknown key 'Frequency' in [Limits]; did you mean 'CPUFrequency'?",
 		      "web.policy:10: unknown key 'Target' in [Limits]; it belongs in [Objective]",
 		      "web.policy:11: unknown key 'DryRun' in [Limits]; it belongs in [Controller] of the main config (tailwarden.conf)",
-		      "web.policy:12: unknown key 'Bogus' in [Limits]; expected CPUQuota=, CPUWeight=, IOWeight= or CPUFrequency=",
+		      "web.policy:12: unknown key 'Bogus' in [Limits]; expected CPUQuota=, CPUWeight=, IOWeight=, CPUFrequency= or Slice=",
 		      "web.policy:13: unknown key 'Windw' in [Limits]; did you mean 'Window' in [Objective]?" } },
 	{ "duplicate keys and sections",
 	  .files = { { "web.policy",
