@@ -501,7 +501,7 @@ def test_restart(sess):
 
 @test
 def test_cli(sess):
-    """--cgroup accepts four spellings; an unknown cgroup or bad argument exits 1."""
+    """--cgroup accepts four spellings; an unknown cgroup exits 1, a bad argument 2."""
     cg, top_cg = sess.cgroup("named"), sess.cgroup("top")
     sess.sleeper(cg)
     rel = cg.rel.lstrip("/")
