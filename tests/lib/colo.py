@@ -133,7 +133,7 @@ class Rig:
             self.hog.wait(5)
             self.hog = None
 
-    def start_fio(self, seconds=600):
+    def start_fio(self, seconds=600, cpu=SERVER_CPU):
         """Direct 4 KiB random reads, 16 deep, from a file on the real disk (not /tmp,
         which may be memory): the page cache cannot absorb them."""
         self.fio_out = os.path.join(self.dir, "fio.json")
@@ -142,7 +142,7 @@ class Rig:
                                     "--ioengine=libaio", "--iodepth=16", "--time_based",
                                     "--runtime=%d" % seconds, "--output-format=json",
                                     "--output=" + self.fio_out],
-                                   cgroup=self.scan, cpu=SERVER_CPU,
+                                   cgroup=self.scan, cpu=cpu,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def fio_mbps(self, timeout=60):
@@ -227,7 +227,8 @@ class Rig:
         return alone, hog, share, hog >= separation * alone
 
     # -- tailwarden --------------------------------------------------------------
-    def write_config(self, tag="tw", target=None, dry_run=False, extra="", web_limits=""):
+    def write_config(self, tag="tw", target=None, dry_run=False, extra="", web_limits="",
+                     scan_limits="CPUWeight=1..100\nCPUQuota=5%..max\nIOWeight=10..100"):
         d = os.path.join(self.dir, tag)
         pol = os.path.join(d, "policies")
         os.makedirs(pol, exist_ok=True)
@@ -238,8 +239,8 @@ class Rig:
                              "[Limits]\n%s\n" % web_limits if web_limits else ""),
             "batch.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n"
                             "CPUWeight=1..100\nCPUQuota=5%%..max\n" % self.batch.rel,
-            "scan.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n"
-                           "CPUWeight=1..100\nCPUQuota=5%%..max\nIOWeight=10..100\n" % self.scan.rel,
+            "scan.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n%s\n"
+                           % (self.scan.rel, scan_limits),
         }
         for name, text in files.items():
             with open(os.path.join(pol, name), "w") as f:
