@@ -15,11 +15,8 @@ Usage: test_control.py [-v] [TEST...]   (as root; prints PASS/FAIL/SKIP per
 test and "N passed, N failed, N skipped"; exits 1 when a test failed).
 """
 
-import ctypes
 import json
 import os
-import platform
-import re
 import shutil
 import signal
 import stat
@@ -361,36 +358,8 @@ RUN_DIR = "/run/tailwarden"
 SLICE_NS = 300000       # the policy's slice: neither the default (1.4 ms here) nor a custom one below
 CUSTOM_NS = 2000000     # a thread that had its own custom slice before tailwarden
 SLICE_POLICY = "[Limits]\nSlice=0.3ms\n"
-_SYSCALLS = {"x86_64": (315, 314), "aarch64": (275, 274)}  # sched_getattr, sched_setattr
-
-
-class SchedAttr(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_uint32), ("policy", ctypes.c_uint32), ("flags", ctypes.c_uint64),
-                ("nice", ctypes.c_int32), ("priority", ctypes.c_uint32), ("runtime", ctypes.c_uint64),
-                ("deadline", ctypes.c_uint64), ("period", ctypes.c_uint64),
-                ("util_min", ctypes.c_uint32), ("util_max", ctypes.c_uint32)]
-
-
-def set_slice(tid, ns):
-    """Give a thread a custom slice ourselves (its policy and nice kept)."""
-    get_nr, set_nr = _SYSCALLS[platform.machine()]
-    libc = ctypes.CDLL(None, use_errno=True)
-    a = SchedAttr()
-    check(libc.syscall(get_nr, tid, ctypes.byref(a), ctypes.sizeof(a), 0) == 0, "sched_getattr failed")
-    a.size, a.flags, a.runtime = ctypes.sizeof(a), 0, ns
-    check(libc.syscall(set_nr, tid, ctypes.byref(a), 0) == 0,
-          "sched_setattr(%d, %d ns): errno %d" % (tid, ns, ctypes.get_errno()))
-
-
-def slice_of(tid):
-    """se.slice of a thread in ns (/proc/TID/sched), None when it is gone."""
-    try:
-        with open("/proc/%d/sched" % tid) as f:
-            m = re.search(r"(?m)^se\.slice\s*:\s*(\d+)", f.read())
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    check(m, "no se.slice in /proc/%d/sched (kernel before 6.12?)" % tid)
-    return int(m.group(1))
+set_slice = tw.set_sched_slice
+slice_of = tw.sched_slice
 
 
 def threads_of(cg):
