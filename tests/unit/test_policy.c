@@ -742,7 +742,8 @@ static void test_examples(void **state)
 	assert_int_equal(policy_set_load(paths, 1, &set, &errs), 0);
 	policy_describe(&set->v[0], line, sizeof(line));
 	assert_string_equal(line, "example: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); "
-				  "limits: CPUQuota 50%..max, CPUWeight 100..1000, IOWeight 100..1000, CPUFrequency 1.2GHz..max");
+				  "limits: CPUQuota 50%..max, CPUWeight 100..1000, IOWeight 100..1000, CPUFrequency 1.2GHz..max, "
+				  "Slice 300us");
 	policy_set_free(set);
 	assert_int_equal(config_load(conf, &ex, &errs), 0);
 	assert_int_equal(config_load(NULL, &def, &errs), 0);
