@@ -357,6 +357,7 @@ RUN_DIR = "/run/tailwarden"
 
 SLICE_NS = 300000       # the policy's slice: neither the default (1.4 ms here) nor a custom one below
 CUSTOM_NS = 2000000     # a thread that had its own custom slice before tailwarden
+OTHER_NS = 5000000      # what someone else sets while the daemon runs
 SLICE_POLICY = "[Limits]\nSlice=0.3ms\n"
 set_slice = tw.set_sched_slice
 slice_of = tw.sched_slice
@@ -407,7 +408,8 @@ def wait_slices(rig, tids, want, seconds):
 
 
 def test_slice():
-    """Slice=: nginx's threads get the short slice while it misses, a later thread too; SIGTERM puts every one back."""
+    """Slice=: nginx's threads get the short slice while it misses, a later thread too; SIGTERM puts them back
+    (all but one someone else changed meanwhile)."""
     if not slice_supported():
         raise tw.Skip("no se.slice in /proc/self/sched: kernel before 6.12")
     with tw.Session(("unified", "cpu", "cpuacct"), tag="slice") as sess:
@@ -433,15 +435,25 @@ def test_slice():
             time.sleep(0.1)
         late_slice = slice_of(late.pid)
         check(late_slice == SLICE_NS, "a thread started later has slice %s" % late_slice)
+        # Someone else sets one thread's slice: it is theirs from then on.
+        set_slice(custom.pid, OTHER_NS)
+        deadline = time.monotonic() + 5
+        while "changed by someone else" not in rig.log_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        check("had their slice changed by someone else" in rig.log_text(),
+              "no warning about the slice changed by someone else: %s" % rig.log_text()[-600:])
+        check(slice_of(custom.pid) == OTHER_NS, "the daemon took back a slice someone else set")
         rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
         rig.stop_hog()
         after = slices(orig.keys())
-        check(after == orig, "after SIGTERM %s, originally %s" % (after, orig))
+        check(after.pop(custom.pid) == OTHER_NS, "a slice someone else set was not left alone")
+        want = {t: v for t, v in orig.items() if t != custom.pid}
+        check(after == want, "after SIGTERM %s, originally %s" % (after, want))
         late_after = slice_of(late.pid)
         check(late_after == slice_of(os.getpid()), "the later thread has %s after SIGTERM" % late_after)
         return ("%d threads at %d ns %.1f s after the hog started (decision: %s); later thread at %d ns; "
-                "after SIGTERM every one back (%s; later thread %d ns)"
-                % (len(now), SLICE_NS, given_s, ds[0]["reason"][:120], late_slice,
+                "one set to %d ns by someone else left alone; after SIGTERM the others back (%s; later thread %d ns)"
+                % (len(now), SLICE_NS, given_s, ds[0]["reason"][:120], late_slice, OTHER_NS,
                    ", ".join("%d: %d" % kv for kv in sorted(after.items())), late_after))
 
 
