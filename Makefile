@@ -200,7 +200,7 @@ $(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h common/*.h)
 		$(FUZZ_SRCS) -linih -lm -o $@
 
 FUZZ_STATE_SRCS := tests/fuzz/fuzz_state.c controller/knob_state.c controller/iosched.c controller/knob.c controller/knob_slice.c \
-	controller/knob_freq.c controller/unit.c policies/action.c common/log.c common/fileio.c
+	controller/knob_freq.c controller/unit.c policies/action.c policies/units.c common/log.c common/fileio.c
 $(OUTPUT)/fuzz/fuzz_state: $(FUZZ_STATE_SRCS) $(wildcard controller/*.h policies/*.h common/*.h)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus-state

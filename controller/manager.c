@@ -500,12 +500,15 @@ static void knob_failed(struct service_rt *s, enum knob_kind k, int err, const c
 {
 	struct knob_fail *f = &s->fail[k];
 
+	/* The slice's path names the cgroup already ("... of the threads of CG"). */
+	const char *of = k == KNOB_SCHED_SLICE ? "" : " of ", *cg = k == KNOB_SCHED_SLICE ? "" : s->cg;
+
 	f->n++;
 	if (f->n == 1 || err != f->err)
-		log_warning_errno(err, "Failed to set %s of %s to %s: %m, ignoring", path, s->cg, value);
+		log_warning_errno(err, "Failed to set %s%s%s to %s: %m, ignoring", path, of, cg, value);
 	else if (!(f->n & (f->n - 1)))
-		log_warning_errno(err, "Failed to set %s of %s to %s: %m (%u times in a row), ignoring",
-				  path, s->cg, value, f->n);
+		log_warning_errno(err, "Failed to set %s%s%s to %s: %m (%u times in a row), ignoring",
+				  path, of, cg, value, f->n);
 	f->err = err;
 }
 
@@ -620,9 +623,12 @@ static void sense_service(struct manager *m, struct service_rt *s, int idx,
 	if (!m->o.dry_run && s->wrote[KNOB_SCHED_SLICE] && s->written[KNOB_SCHED_SLICE] > 0 &&
 	    slice_used(m, s)) {
 		int r = slice_apply(m, s, (uint64_t)s->written[KNOB_SCHED_SLICE]);
+		char path[PATH_MAX + 64], v[32];
 
+		snprintf(path, sizeof(path), "sched.slice of the new threads of %s", s->cg);
+		knob_format_value(v, sizeof(v), KNOB_SCHED_SLICE, s->written[KNOB_SCHED_SLICE], 0);
 		if (r && r != -ENOENT)
-			knob_failed(s, KNOB_SCHED_SLICE, r, "sched.slice of the threads", "the slice");
+			knob_failed(s, KNOB_SCHED_SLICE, r, path, v);
 	}
 	sensor_sample(now, m->prev, s->cgid, iv, q);
 	if (m->cont && cnow &&

@@ -47,6 +47,13 @@
  *                         the cpu route as above.
  *   frequency of the LC's CPUs rises whatever the diagnosis.
  *
+ * Slice= (an LC's EEVDF slice, knob sched.slice): the first rung of the
+ * cpu route. A violation routed to CPU gives the LC's threads their short
+ * slice alone, and the rest of the cpu route (its weight, the BE cuts)
+ * waits a window to see it; it costs the BE nothing. It is given back
+ * last: in large slack, once every other knob is home (as of the tick's
+ * start, so a window after the last give-back at the earliest).
+ *
  * Neighbours: every BE service of the set is a neighbour of every LC
  * service (the simplest reading; no topology is known here). Several LC
  * services vote: any violation cuts (the worst one is named in the

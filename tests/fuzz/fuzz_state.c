@@ -51,6 +51,28 @@ static void walk_record(struct json_object *e)
 		(void)json_object_get_uint64(v);
 		return;
 	}
+	if (json_object_object_get_ex(snap, "threads", &list)) {
+		/* Slice=: each thread an exact tid, start time and slices in the kernel's range. */
+		check(json_object_object_get_ex(e, "knob", &v) && !strcmp(json_object_get_string(v), "sched.slice"));
+		check(json_object_is_type(list, json_type_array));
+		for (size_t i = 0; i < json_object_array_length(list); i++) {
+			struct json_object *t = json_object_array_get_idx(list, i);
+			int64_t n;
+
+			check(json_object_object_get_ex(t, "tid", &v) && json_object_is_type(v, json_type_int));
+			n = json_object_get_int64(v);
+			check(n >= 1 && n <= 4194304);
+			check(json_object_object_get_ex(t, "start", &v) && json_object_is_type(v, json_type_int));
+			check(json_object_get_int64(v) >= 0);
+			check(json_object_object_get_ex(t, "slice_ns", &v) && json_object_is_type(v, json_type_int));
+			n = json_object_get_int64(v);
+			check(n == 0 || (n >= 100000 && n <= 100000000));
+			check(json_object_object_get_ex(t, "written_ns", &v) && json_object_is_type(v, json_type_int));
+			n = json_object_get_int64(v);
+			check(n >= 100000 && n <= 100000000);
+		}
+		return;
+	}
 	if (json_object_object_get_ex(snap, "cpus", &list)) {
 		for (size_t i = 0; i < json_object_array_length(list); i++) {
 			struct json_object *c = json_object_array_get_idx(list, i);

@@ -7,6 +7,9 @@ tests check what a user would notice: the service's p99 comes back under
 its target soon after the hog starts, the hog keeps a share of the CPU,
 dry-run decides the same and writes nothing, and every knob is back to its
 original value after SIGTERM, and after kill -9 + `tailwarden restore`.
+The slice tests check Slice=: nginx's threads get the policy's EEVDF
+slice (read from /proc/TID/sched), a thread started later too, and every
+thread has its own slice back after SIGTERM and after kill -9 + restore.
 
 Usage: test_control.py [-v] [TEST...]   (as root; prints PASS/FAIL/SKIP per
 test and "N passed, N failed, N skipped"; exits 1 when a test failed).
@@ -350,6 +353,174 @@ def test_bad_policy():
 
 RUN_DIR = "/run/tailwarden"
 
+# ---- Slice= ----
+
+SLICE_NS = 300000       # the policy's slice: neither the default (1.4 ms here) nor a custom one below
+CUSTOM_NS = 2000000     # a thread that had its own custom slice before tailwarden
+OTHER_NS = 5000000      # what someone else sets while the daemon runs
+SLICE_POLICY = "[Limits]\nSlice=0.3ms\n"
+set_slice = tw.set_sched_slice
+slice_of = tw.sched_slice
+
+
+def threads_of(cg):
+    out = set()
+    for path in (os.path.join(cg.unified, "cgroup.threads"),
+                 os.path.join(tw.CGROUP_FS, "cpu", cg.rel.lstrip("/"), "tasks")):
+        try:
+            with open(path) as f:
+                out.update(int(x) for x in f.read().split())
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def slices(tids):
+    return {t: slice_of(t) for t in tids if slice_of(t) is not None}
+
+
+def slice_supported():
+    with open("/proc/self/sched") as f:
+        return "se.slice" in f.read()
+
+
+def slice_rig(sess):
+    """nginx beside the hog, plus a thread with its own custom slice; the originals."""
+    rig = Rig(sess)
+    custom = sess.spawn(["sleep", "300"], cgroup=rig.web, cpu=SERVER_CPU)
+    time.sleep(0.2)
+    set_slice(custom.pid, CUSTOM_NS)
+    orig = slices(threads_of(rig.web))
+    check(orig.get(custom.pid) == CUSTOM_NS, "custom slice not set: %s" % orig)
+    return rig, custom, orig
+
+
+def wait_slices(rig, tids, want, seconds):
+    """Load nginx until every thread of tids has slice want; the last readings."""
+    deadline = time.monotonic() + seconds
+    while True:
+        rig.p99(1)
+        now = slices(tids)
+        if all(v == want for v in now.values()) and now:
+            return now
+        if time.monotonic() > deadline:
+            return now
+
+
+def test_slice():
+    """Slice=: nginx's threads get the short slice while it misses, a later thread too; SIGTERM puts them back
+    (all but one someone else changed meanwhile)."""
+    if not slice_supported():
+        raise tw.Skip("no se.slice in /proc/self/sched: kernel before 6.12")
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="slice") as sess:
+        rig, custom, orig = slice_rig(sess)
+        info("originals: %s" % orig)
+        tw_proc = rig.run(rig.write_policies(50, web_extra=SLICE_POLICY))
+        check("Slice= can act" in rig.log_text(), "no probe line: %s" % rig.log_text()[-600:])
+        rig.start_hog()
+        t0 = time.monotonic()
+        now = wait_slices(rig, orig.keys(), SLICE_NS, 15)
+        given_s = time.monotonic() - t0
+        check(all(v == SLICE_NS for v in now.values()),
+              "threads of nginx not at %d ns while the daemon acts: %s" % (SLICE_NS, now))
+        ds = [d for d in rig.decisions_list() if d["knob"] == "sched.slice"]
+        check(ds and ds[0]["new"] == SLICE_NS and "short slice" in ds[0]["reason"],
+              "no sched.slice decision with its reason: %s" % ds)
+        first = rig.decisions_list()[0]
+        check(first["knob"] == "sched.slice", "the slice is not the first rung: %s" % first)
+        # A thread started later gets it on a following tick.
+        late = sess.spawn(["sleep", "300"], cgroup=rig.web, cpu=SERVER_CPU)
+        deadline = time.monotonic() + 5
+        while slice_of(late.pid) != SLICE_NS and time.monotonic() < deadline:
+            time.sleep(0.1)
+        late_slice = slice_of(late.pid)
+        check(late_slice == SLICE_NS, "a thread started later has slice %s" % late_slice)
+        # Someone else sets one thread's slice: it is theirs from then on.
+        set_slice(custom.pid, OTHER_NS)
+        deadline = time.monotonic() + 5
+        while "changed by someone else" not in rig.log_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        check("had their slice changed by someone else" in rig.log_text(),
+              "no warning about the slice changed by someone else: %s" % rig.log_text()[-600:])
+        check(slice_of(custom.pid) == OTHER_NS, "the daemon took back a slice someone else set")
+        rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
+        rig.stop_hog()
+        after = slices(orig.keys())
+        check(after.pop(custom.pid) == OTHER_NS, "a slice someone else set was not left alone")
+        want = {t: v for t, v in orig.items() if t != custom.pid}
+        check(after == want, "after SIGTERM %s, originally %s" % (after, want))
+        late_after = slice_of(late.pid)
+        check(late_after == slice_of(os.getpid()), "the later thread has %s after SIGTERM" % late_after)
+        return ("%d threads at %d ns %.1f s after the hog started (decision: %s); later thread at %d ns; "
+                "one set to %d ns by someone else left alone; after SIGTERM the others back (%s; later thread %d ns)"
+                % (len(now), SLICE_NS, given_s, ds[0]["reason"][:120], late_slice, OTHER_NS,
+                   ", ".join("%d: %d" % kv for kv in sorted(after.items())), late_after))
+
+
+def test_slice_crash():
+    """Slice= after kill -9: restore puts every thread's slice back, and leaves a reused tid alone."""
+    if not slice_supported():
+        raise tw.Skip("no se.slice in /proc/self/sched: kernel before 6.12")
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="slicecrash") as sess:
+        rig, custom, orig = slice_rig(sess)
+        tw_proc = rig.run(rig.write_policies(50, web_extra=SLICE_POLICY))
+        rig.start_hog()
+        now = wait_slices(rig, orig.keys(), SLICE_NS, 15)
+        tw_proc.kill()
+        tw_proc.wait(5)
+        rig.stop_hog()
+        check(all(v == SLICE_NS for v in now.values()), "not all at the slice before the crash: %s" % now)
+        # One record made to look like a reused tid: another start time.
+        path = os.path.join(rig.state, "state.json")
+        with open(path) as f:
+            st = json.load(f)
+        rec = [k for k in st["knobs"] if k["knob"] == "sched.slice"]
+        check(len(rec) == 1, "no sched.slice record in the state file: %s" % st)
+        threads = rec[0]["snapshot"]["threads"]
+        check({t["tid"] for t in threads} == set(orig), "threads recorded %s, of nginx %s"
+              % (sorted(t["tid"] for t in threads), sorted(orig)))
+        reused = [t for t in threads if t["tid"] == custom.pid][0]
+        check(reused["slice_ns"] == CUSTOM_NS, "custom original recorded as %s" % reused)
+        check(all(t["slice_ns"] == 0 for t in threads if t["tid"] != custom.pid),
+              "default originals not recorded as 0: %s" % threads)
+        reused["start"] += 1
+        with open(path, "w") as f:
+            json.dump(st, f)
+        r = subprocess.run([tw.TAILWARDEN, "restore", "--config", rig.conf],
+                           capture_output=True, text=True, timeout=30)
+        check(r.returncode == 0, "restore exited %d: %s" % (r.returncode, r.stderr))
+        after = slices(orig.keys())
+        check(after[custom.pid] == SLICE_NS, "the reused tid was touched: %s" % after)
+        check("another thread now" in r.stdout + r.stderr, "restore did not say why: %s" % (r.stdout + r.stderr))
+        del after[custom.pid]
+        want = {t: v for t, v in orig.items() if t != custom.pid}
+        check(after == want, "after restore %s, originally %s" % (after, want))
+        return "%d threads at %d ns after kill -9; restore: %s; the 'reused' tid left at %d ns" % (
+            len(now), SLICE_NS, ", ".join("%d: %d" % kv for kv in sorted(after.items())), SLICE_NS)
+
+
+def test_slice_dry_run():
+    """Slice= in dry-run: the decision is logged, no thread's slice changes."""
+    if not slice_supported():
+        raise tw.Skip("no se.slice in /proc/self/sched: kernel before 6.12")
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="slicedry") as sess:
+        rig, custom, orig = slice_rig(sess)
+        tw_proc = rig.run(rig.write_policies(50, dry_run=True, web_extra=SLICE_POLICY))
+        rig.start_hog()
+        seen = []
+        for _ in range(8):
+            rig.p99(1)
+            seen.append(slices(orig.keys()))
+        rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
+        rig.stop_hog()
+        ds = [d for d in rig.decisions_list() if d["knob"] == "sched.slice"]
+        check(all(s == orig for s in seen), "a slice changed in dry-run: %s" % seen)
+        check(ds and ds[0]["dry_run"] and not ds[0]["applied"] and ds[0]["new"] == SLICE_NS,
+              "no dry-run sched.slice decision: %s" % ds)
+        check("would set sched.slice" in rig.log_text(), "no 'would set sched.slice' in the log")
+        return "decision %s -> %s logged, %d readings of %d threads unchanged" % (
+            ds[0]["old"], ds[0]["new"], len(seen), len(orig))
+
 
 def test_fresh_host():
     """No /run/tailwarden, only --policies: run (and --dry-run) make it, act, restore; unsafe dirs refused."""
@@ -427,6 +598,9 @@ TESTS = [
     ("crash_restore", test_crash_restore),
     ("bad_policy", test_bad_policy),
     ("fresh_host", test_fresh_host),
+    ("slice", test_slice),
+    ("slice_crash", test_slice_crash),
+    ("slice_dry_run", test_slice_dry_run),
 ]
 
 

@@ -199,6 +199,13 @@ def test_bad_state():
             return {"cgroup_base": base, "cgroup": cg.rel, "knob": knob, "original": 100,
                     "snapshot": {"files": [{"path": path, "value": value}]}}
 
+        def slice_rec(threads=None, **entry):
+            t = {"tid": os.getpid(), "start": 1, "slice_ns": 0, "written_ns": 300000}
+            t.update(entry)
+            t = {k: v for k, v in t.items() if v is not None}
+            return {"cgroup_base": base, "cgroup": cg.rel, "knob": "sched.slice", "original": 0,
+                    "snapshot": {"threads": [t] if threads is None else threads}}
+
         outside = os.path.join(sess.tmpdir("badst-out"), "cpu.shares")
         with open(outside, "w") as f:
             f.write("untouched\n")
@@ -220,6 +227,30 @@ def test_bad_state():
              "knobs[0]"),
             ("trailing text", json.dumps({"version": 1, "knobs": [record()]}) + " {}", "text after"),
             ("version 2", json.dumps({"version": 2, "knobs": [record()]}), '"version" is not 1'),
+            ("slice threads not an array",
+             json.dumps({"version": 1, "knobs": [slice_rec(threads={"tid": 1})]}),
+             'knobs[0]: "snapshot" of a "sched.slice" record is not'),
+            ("slice tid 0", json.dumps({"version": 1, "knobs": [slice_rec(tid=0)]}),
+             'knobs[0]: an entry of "snapshot.threads"'),
+            ("slice tid above PID_MAX_LIMIT", json.dumps({"version": 1, "knobs": [slice_rec(tid=4194305)]}),
+             'knobs[0]: an entry of "snapshot.threads"'),
+            ("slice original of 5 ns", json.dumps({"version": 1, "knobs": [slice_rec(slice_ns=5)]}),
+             'knobs[0]: an entry of "snapshot.threads"'),
+            ("slice written as a string",
+             json.dumps({"version": 1, "knobs": [slice_rec(written_ns="300000")]}),
+             'knobs[0]: an entry of "snapshot.threads"'),
+            ("slice entry without a start time",
+             json.dumps({"version": 1, "knobs": [slice_rec(start=None)]}),
+             'knobs[0]: an entry of "snapshot.threads"'),
+            ("slice entry with an unknown key",
+             json.dumps({"version": 1, "knobs": [slice_rec(policy=6)]}),
+             'knobs[0]: an entry of "snapshot.threads"'),
+            ("slice record with files",
+             json.dumps({"version": 1, "knobs": [dict(slice_rec(), snapshot={"files": []})]}),
+             'knobs[0]: "snapshot" of a "sched.slice" record is not'),
+            ("threads in a cpu.weight record",
+             json.dumps({"version": 1, "knobs": [dict(record(), snapshot={"files": [], "threads": []})]}),
+             'knobs[0]: "snapshot.threads" in a record that is not "sched.slice"'),
         ]
         rows = []
         set_shares(2)
@@ -246,6 +277,24 @@ def test_bad_state():
             check("state.json" in r.stderr, "%s: the file is not named: %s" % (what, r.stderr))
             check(get_shares() == "2", "%s: cpu.shares changed to %s" % (what, get_shares()))
             rows.append("%s: exit %d in %.2f s" % (what, r.returncode, took))
+
+        # A slice record of a thread whose tid now belongs to another thread
+        # (another start time): left alone, said so, not a failure.
+        if "se.slice" in colo.readf("/proc/self/sched"):
+            sleeper = sess.spawn(["sleep", "60"], cgroup=cg)
+            time.sleep(0.2)
+            tw.set_sched_slice(sleeper.pid, 300000)
+            with open("/proc/%d/stat" % sleeper.pid) as f:
+                start = int(f.read().rsplit(")", 1)[1].split()[19])
+            d = sess.tmpdir("badst")
+            with open(os.path.join(d, "state.json"), "w") as f:
+                f.write(json.dumps({"version": 1, "knobs": [slice_rec(tid=sleeper.pid, start=start + 1)]}))
+            r, took = restore_in(d, "a reused tid", "", want_rc=0)
+            now = tw.sched_slice(sleeper.pid)
+            check(now == 300000, "a reused tid: its slice changed to %s" % now)
+            check("another thread now" in r.stdout + r.stderr, "a reused tid: not said: %s" % (r.stdout + r.stderr))
+            rows.append("a reused tid: exit 0, its slice left at %d ns" % now)
+            sess.stop(sleeper)
 
         # Not a regular file, or not the file itself.
         d = sess.tmpdir("badst")

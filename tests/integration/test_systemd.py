@@ -398,7 +398,12 @@ def test_notify_unit():
         os.makedirs(d, exist_ok=True)
         sess.tmpdirs.append(d)
         pol = os.path.join(d, "policies")
-        write_policy(pol, "web", LC_BODY % ("Cgroup=" + web.rel))
+        # Slice= too (Linux 6.12+): sched_setattr() on nginx's worker, another
+        # user's thread, needs the unit's CAP_SYS_NICE and its system call filter.
+        slices = "se.slice" in open("/proc/self/sched").read()
+        write_policy(pol, "web", LC_BODY % ("Cgroup=" + web.rel) + ("[Limits]\nSlice=0.3ms\n" if slices else ""))
+        web_threads = sorted(int(t) for t in open(os.path.join(web.unified, "cgroup.threads")).read().split())
+        slice_orig = {t: tw.sched_slice(t) for t in web_threads}
         write_policy(pol, "batch", BE_BODY % ("Cgroup=" + batch.rel))
         state = os.path.join(d, "state")
         conf = os.path.join(d, "tailwarden.conf")
@@ -430,8 +435,15 @@ def test_notify_unit():
         check(changed["cpu.shares"] != orig["cpu.shares"] and changed["cpu.cfs_quota_us"] != orig["cpu.cfs_quota_us"],
               "knobs not changed under the hardened unit: %s -> %s" % (orig, changed))
         check("Failed to set" not in log.text(), "a write failed under the hardening: %s" % log.text()[-800:])
+        slice_set = {t: tw.sched_slice(t) for t in web_threads}
+        if slices:
+            check("Slice= can act" in log.text(), "Slice= probe failed under the hardening: %s" % log.text()[-800:])
+            check(all(v == 300000 for v in slice_set.values()),
+                  "nginx's threads not at Slice=0.3ms under the hardening: %s" % slice_set)
         um.systemctl("stop", "tw.service")
         check(snapshot(files) == orig, "after stop %s, originally %s" % (snapshot(files), orig))
+        slice_after = {t: tw.sched_slice(t) for t in web_threads}
+        check(slice_after == slice_orig, "slices after stop %s, originally %s" % (slice_after, slice_orig))
 
         # The watchdog: a loop that hangs (test hook) is killed and restarted.
         dropin = os.path.join(um.units, "tw.service.d")
@@ -458,10 +470,11 @@ def test_notify_unit():
         um.systemctl("stop", "tw.service")
         check(snapshot(files) == orig, "after the watchdog and stop %s, originally %s" % (snapshot(files), orig))
         lg.proc.kill()
-        return ("states %s, active %.2f s after start (after 'running:'); writes %s -> %s under the "
-                "hardening; hung loop restarted %.1f s after it hung (WatchdogSec=%ds); restored; test copy: %s"
-                % ("->".join(seen), ready_s, orig, changed, t_restart - t_hang, WATCHDOG_TEST_S,
-                   "; ".join(changes)))
+        return ("states %s, active %.2f s after start (after 'running:'); writes %s -> %s, slices %s -> %s "
+                "under the hardening; hung loop restarted %.1f s after it hung (WatchdogSec=%ds); restored; "
+                "test copy: %s"
+                % ("->".join(seen), ready_s, orig, changed, slice_orig, slice_set, t_restart - t_hang,
+                   WATCHDOG_TEST_S, "; ".join(changes)))
 
 
 def test_cgroup_recreate():

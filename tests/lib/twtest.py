@@ -19,6 +19,7 @@ root's cgroup.subtree_control is never written; nothing is mounted.
 import atexit
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -951,3 +952,40 @@ def main(doc, tests, argv, root_why, run=None, retry=(), prepare=None):
 def verbose():
     """-v was given: tests print their progress and figures to stderr."""
     return bool(os.environ.get("TW_VERBOSE"))
+
+
+# ---- EEVDF slices (Slice=) ----
+
+_SCHED_SYSCALLS = {"x86_64": (315, 314), "aarch64": (275, 274)}  # sched_getattr, sched_setattr
+
+
+def set_sched_slice(tid, ns):
+    """Give a thread a custom EEVDF slice ourselves (0: the default), its policy and nice kept."""
+    import ctypes
+    import platform
+
+    class Attr(ctypes.Structure):
+        _fields_ = [("size", ctypes.c_uint32), ("policy", ctypes.c_uint32), ("flags", ctypes.c_uint64),
+                    ("nice", ctypes.c_int32), ("priority", ctypes.c_uint32), ("runtime", ctypes.c_uint64),
+                    ("deadline", ctypes.c_uint64), ("period", ctypes.c_uint64),
+                    ("util_min", ctypes.c_uint32), ("util_max", ctypes.c_uint32)]
+
+    get_nr, set_nr = _SCHED_SYSCALLS[platform.machine()]
+    libc = ctypes.CDLL(None, use_errno=True)
+    a = Attr()
+    check(libc.syscall(get_nr, tid, ctypes.byref(a), ctypes.sizeof(a), 0) == 0,
+          "sched_getattr(%d): errno %d" % (tid, ctypes.get_errno()))
+    a.size, a.flags, a.runtime = ctypes.sizeof(a), 0, ns
+    check(libc.syscall(set_nr, tid, ctypes.byref(a), 0) == 0,
+          "sched_setattr(%d, %d ns): errno %d" % (tid, ns, ctypes.get_errno()))
+
+
+def sched_slice(tid):
+    """se.slice of a thread in ns (/proc/TID/sched), None when it is gone."""
+    try:
+        with open("/proc/%d/sched" % tid) as f:
+            m = re.search(r"(?m)^se\.slice\s*:\s*(\d+)", f.read())
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    check(m, "no se.slice in /proc/%d/sched (kernel before 6.12?)" % tid)
+    return int(m.group(1))

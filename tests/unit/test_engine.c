@@ -26,7 +26,7 @@
  */
 __attribute__((weak)) const char *knob_kind_name(enum knob_kind k)
 {
-	static const char *const names[] = { "cpu.max", "cpu.weight", "io.weight", "cpufreq" };
+	static const char *const names[] = { "cpu.max", "cpu.weight", "io.weight", "cpufreq", "sched.slice" };
 
 	return (unsigned)k < KNOB_MAX ? names[k] : "?";
 }
@@ -999,6 +999,91 @@ static void test_random_sequences_keep_the_rules(void **state)
 	assert_true(pr.cuts > 100 && pr.gives > 100 && pr.raises > 20 && pr.lowers > 20);
 }
 
+
+/* Slice=: web's threads get 0.3 ms; the knob reads 0 (their own slices) until then. */
+static void slice_policy(struct fx *f)
+{
+	f->pol[0].slice_ns = range(300000, 300000);
+	f->in[0].knob[KNOB_SCHED_SLICE] = 0;
+}
+
+/* A CPU violation gives the short slice first, alone; the cuts come a window later. */
+static void test_slice_first_rung(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
+
+	slice_policy(f);
+	start(f);
+	assert_int_equal(window(f, 3.42, 1000, &d), 1);
+	assert_int_equal(f->acts[0].service, 0);
+	assert_int_equal(f->acts[0].knob, KNOB_SCHED_SLICE);
+	assert_true(f->acts[0].old_value == 0 && f->acts[0].new_value == 300000);
+	assert_string_equal(f->acts[0].reason,
+			    "web p99 3.42ms > target 2ms (slack -0.71); diagnosis cpu/interference "
+			    "(runq_delay_us.p99 \u00d79.3); raise web sched.slice default -> 300us "
+			    "(the short slice first: a waking request waits behind one short slice, "
+			    "best-effort throughput is not cut)");
+	/* Still missing a window later: the best-effort cuts, the slice stays. */
+	assert_int_equal(window(f, 3.42, 1000, &d), 1);
+	assert_non_null(find(f, 1, KNOB_CPU_WEIGHT));
+	assert_null(find(f, 0, KNOB_SCHED_SLICE));
+	assert_true(f->in[0].knob[KNOB_SCHED_SLICE] == 300000);
+	/* Neither I/O nor the service's own load is a reason for it. */
+	engine_free(f->e);
+	f->e = NULL;
+	f->in[0].knob[KNOB_SCHED_SLICE] = 0;
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	start(f);
+	d = diag(DIAG_IO, DIAG_CAUSE_INTERFERENCE);
+	window(f, 3.42, 1000, &d);
+	assert_null(find(f, 0, KNOB_SCHED_SLICE));
+	d = diag(DIAG_LOCK, DIAG_CAUSE_INTERFERENCE);
+	window(f, 3.42, 1000, &d);
+	assert_null(find(f, 0, KNOB_SCHED_SLICE));
+}
+
+/* Without kernel support (NAN) or without Slice=, the ladder starts with the weight as before. */
+static void test_slice_unavailable(void **state)
+{
+	struct fx *f = *state;
+
+	slice_policy(f);
+	f->in[0].knob[KNOB_SCHED_SLICE] = NAN;
+	start(f);
+	assert_int_equal(window(f, 3.42, 1000, NULL), 1);
+	assert_non_null(find(f, 1, KNOB_CPU_WEIGHT));
+}
+
+/* The slice comes back last: after every cut is given back, a window later at the earliest. */
+static void test_slice_given_back_last(void **state)
+{
+	struct fx *f = *state;
+	int slice_at = -1, weight_home_at = -1;
+
+	slice_policy(f);
+	start(f);
+	for (int i = 0; i < 3; i++)
+		window(f, 3.42, 1000, NULL);
+	assert_true(f->in[0].knob[KNOB_SCHED_SLICE] == 300000);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] < 100);
+	for (int i = 0; i < 80 && slice_at < 0; i++) {
+		window(f, 0.5, 1000, NULL);
+		if (weight_home_at < 0 && f->in[1].knob[KNOB_CPU_WEIGHT] == 100)
+			weight_home_at = i;
+		if (find(f, 0, KNOB_SCHED_SLICE)) {
+			slice_at = i;
+			assert_string_equal(find(f, 0, KNOB_SCHED_SLICE)->reason,
+					    "web p99 500us <= target 2ms (slack 0.75, 17 windows above 0.20); "
+					    "lower web sched.slice 300us -> default (large slack and everything "
+					    "else given back: the threads' own slices again)");
+		}
+	}
+	assert_true(weight_home_at >= 0);
+	assert_true(slice_at > weight_home_at);
+	assert_true(f->in[0].knob[KNOB_SCHED_SLICE] == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1022,6 +1107,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_frequency, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_several_latency_critical, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enospc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slice_first_rung, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slice_unavailable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slice_given_back_last, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_give_back_that_hurt_backs_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_sequences_keep_the_rules, setup, teardown),
 	};

@@ -67,6 +67,19 @@ static const struct file_case file_cases[] = {
 		       "CPUFrequency=1.2GHz..max        # latency-critical only\n" } },
 	  .summary = { "web: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); "
 		       "limits: CPUQuota 10%..200%, CPUWeight 10..1000, IOWeight 10..1000, CPUFrequency 1.2GHz..max" } },
+	{ "Slice=: one duration, in the summary",
+	  .files = { { "web.policy", LC_HEAD LC_OBJ "[Limits]\nCPUWeight=100..1000\nSlice=0.3ms\n" } },
+	  .summary = { "web: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); "
+		       "limits: CPUWeight 100..1000, Slice 300us" } },
+	{ "Slice=: out of the kernel's range, a range, on a best-effort service",
+	  .files = { { "a.policy", LC_AT("lc/a") LC_OBJ "[Limits]\nSlice=50us\n" },
+		     { "b.policy", LC_AT("lc/b") LC_OBJ "[Limits]\nSlice=200ms\n" },
+		     { "c.policy", LC_AT("lc/c") LC_OBJ "[Limits]\nSlice=1ms..3ms\n" },
+		     { "d.policy", BE_HEAD "[Limits]\nCPUWeight=1..100\nSlice=1ms\n" } },
+	  .errors = { "a.policy:7: Slice=50us: below the minimum of 100us",
+		      "b.policy:7: Slice=200ms: above the maximum of 100ms",
+		      "c.policy:7: Slice=1ms..3ms: a range has no meaning here: give one duration such as 1ms (the slice while the service misses its target)",
+		      "d.policy:6: Slice= is for latency-critical services only (their threads get the short slice); this one is best-effort" } },
 	{ "Unit= instead of Cgroup=",
 	  .files = { { "batch.policy", "[Service]\nUnit=batch@1.service\nClass=best-effort\n[Limits]\nCPUWeight=1..100\n" } },
 	  .summary = { "batch: best-effort unit batch@1.service; limits: CPUWeight 1..100" } },
@@ -729,7 +742,8 @@ static void test_examples(void **state)
 	assert_int_equal(policy_set_load(paths, 1, &set, &errs), 0);
 	policy_describe(&set->v[0], line, sizeof(line));
 	assert_string_equal(line, "example: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); "
-				  "limits: CPUQuota 50%..max, CPUWeight 100..1000, IOWeight 100..1000, CPUFrequency 1.2GHz..max");
+				  "limits: CPUQuota 50%..max, CPUWeight 100..1000, IOWeight 100..1000, CPUFrequency 1.2GHz..max, "
+				  "Slice 300us");
 	policy_set_free(set);
 	assert_int_equal(config_load(conf, &ex, &errs), 0);
 	assert_int_equal(config_load(NULL, &def, &errs), 0);
