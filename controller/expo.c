@@ -305,6 +305,25 @@ static void health(FILE *f, const struct report *r, const char *version)
 		(unsigned long long)r->decision_log_lost);
 }
 
+/* One series per disk `run` reported on: does IOWeight= act on it (bfq)? */
+static void disks(FILE *f, const struct report *r)
+{
+	if (!r->n_disks)
+		return;
+	family(f, "tailwarden_disk_io_weight_effective", "gauge",
+	       "1 when the disk's I/O scheduler is bfq, the one I/O weight acts through; switched: tailwarden switched it while it runs.");
+	for (size_t i = 0; i < r->n_disks; i++) {
+		const struct report_disk *d = &r->disks[i];
+
+		fputs("tailwarden_disk_io_weight_effective{device=", f);
+		expo_label_value(f, d->dev);
+		fputs(",scheduler=", f);
+		expo_label_value(f, d->scheduler);
+		fprintf(f, ",switched=\"%s\"} %d\n", *d->original ? "true" : "false",
+			!strcmp(d->scheduler, "bfq"));
+	}
+}
+
 int expo_render(const struct report *r, const char *version, char **out, size_t *len)
 {
 	char *buf = NULL;
@@ -321,6 +340,7 @@ int expo_render(const struct report *r, const char *version, char **out, size_t 
 	knobs(f, r);
 	actions(f, r);
 	tables(f, r);
+	disks(f, r);
 	if (ferror(f) | fclose(f)) {
 		free(buf);
 		return -ENOMEM;

@@ -961,6 +961,13 @@ bool knob_state_has_iosched(const struct knob_state *s, const char *dev)
 	return find_iosched(s, dev) >= 0;
 }
 
+const char *knob_state_iosched_original(const struct knob_state *s, const char *dev)
+{
+	int i = find_iosched(s, dev);
+
+	return i < 0 ? NULL : str_of(json_object_array_get_idx(s->knobs, i), "original");
+}
+
 int knob_state_write_iosched(struct knob_state *s, const char *dev, const char *name)
 {
 	struct json_object *e;

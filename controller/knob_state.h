@@ -151,5 +151,7 @@ int knob_state_slice_release(struct knob_state *s, const char *cgroup_base, cons
 int knob_state_write_iosched(struct knob_state *s, const char *dev, const char *name);
 /* Is there a record of dev's scheduler (we switched it)? */
 bool knob_state_has_iosched(const struct knob_state *s, const char *dev);
+/* The scheduler dev had before we switched it; NULL without a record. */
+const char *knob_state_iosched_original(const struct knob_state *s, const char *dev);
 
 #endif

@@ -880,6 +880,8 @@ static void io_schedulers(struct manager *m)
 	char **all = NULL, **devs = m->cfg->io_scheduler_devices;
 	int r;
 
+	if (m->report)
+		m->report->n_disks = 0;
 	if (!want && !limits_io_weight(m->set))
 		return;
 	if (!devs || !devs[0]) {
@@ -908,6 +910,9 @@ static void io_schedulers(struct manager *m)
 					  r == -EBADMSG ? "unexpected contents" : strerror(-r));
 			continue;
 		}
+		if (m->report && m->report->n_disks < REPORT_DISKS)
+			snprintf(m->report->disks[m->report->n_disks++].dev,
+				 sizeof(m->report->disks[0].dev), "%s", dev);
 		if (!strcmp(now.current, "bfq")) {
 			log_info("I/O weight can act on %s: its scheduler is bfq%s", dev,
 				 m->state && knob_state_has_iosched(m->state, dev) ? " (switched by tailwarden)" : "");
@@ -1229,6 +1234,21 @@ static void hook_tables(struct manager *m)
 	r->maps[1].capacity = 4096;
 }
 
+/* Each reported disk's scheduler now, and what it was if we switched it. */
+static void hook_disks(struct manager *m)
+{
+	struct report *r = m->report;
+
+	for (size_t i = 0; i < r->n_disks; i++) {
+		struct report_disk *d = &r->disks[i];
+		const char *orig = m->state ? knob_state_iosched_original(m->state, d->dev) : NULL;
+		struct iosched now;
+
+		hook_copy(d->scheduler, sizeof(d->scheduler), iosched_get(d->dev, &now) ? "" : now.current);
+		hook_copy(d->original, sizeof(d->original), orig ? orig : "");
+	}
+}
+
 static void hook_drops(struct manager *m, const struct sensor_drops *d,
 		       const struct contention_drops *cd, size_t freed)
 {
@@ -1258,6 +1278,7 @@ static void hook_publish(struct manager *m, uint64_t tick_start_usec)
 	for (size_t i = 0; i < m->set->n; i++)
 		hook_service_state(m, &m->svc[i], i);
 	hook_tables(m);
+	hook_disks(m);
 	hook_copy(r->reload_error, sizeof(r->reload_error), m->reload_error);
 	r->decision_log_lost = decisions_lost(m->decisions);
 	snprintf(r->sensing_mode, sizeof(r->sensing_mode), "%s",

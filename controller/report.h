@@ -20,6 +20,14 @@
 #include "sensing/sensor.h"
 
 #define REPORT_LAST_ACTIONS 16
+#define REPORT_DISKS 16
+
+/* A disk whose I/O scheduler decides whether IOWeight= acts (only bfq). */
+struct report_disk {
+	char dev[32];
+	char scheduler[32]; /* in use now; "" when unreadable */
+	char original[32];  /* before tailwarden switched it; "" when it did not */
+};
 
 struct report_knob {
 	bool shown;       /* the policy has a range for it, or we changed it */
@@ -94,6 +102,8 @@ struct report {
 	struct report_map maps[2]; /* request and contention per-cgroup tables */
 	uint64_t freed;         /* entries of removed cgroups freed since start */
 	uint64_t decision_log_lost; /* decision log lines lost (unwritable file) since start */
+	struct report_disk disks[REPORT_DISKS]; /* the disks `run` reported on at start */
+	size_t n_disks;
 };
 
 /* NULL on ENOMEM. */

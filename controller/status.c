@@ -174,6 +174,26 @@ static struct json_object *tables_json(const struct report *r)
 	return o;
 }
 
+static struct json_object *disks_json(const struct report *r)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (size_t i = 0; a && i < r->n_disks; i++) {
+		const struct report_disk *d = &r->disks[i];
+		struct json_object *o = json_object_new_object();
+
+		if (!o)
+			continue;
+		json_object_object_add(o, "device", json_object_new_string(d->dev));
+		json_object_object_add(o, "scheduler", str_or_null(d->scheduler));
+		json_object_object_add(o, "original", str_or_null(d->original));
+		json_object_object_add(o, "io_weight_acts",
+				       json_object_new_boolean(!strcmp(d->scheduler, "bfq")));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
 static struct json_object *report_json(const struct report *r)
 {
 	struct json_object *o = json_object_new_object(), *svc, *acts;
@@ -201,6 +221,7 @@ static struct json_object *report_json(const struct report *r)
 		json_object_array_add(acts, action_json(report_last(r, i)));
 	json_object_object_add(o, "last_actions", acts);
 	json_object_object_add(o, "tables", tables_json(r));
+	json_object_object_add(o, "disks", disks_json(r));
 	return o;
 }
 
@@ -269,7 +290,7 @@ static const struct field top_fields[] = {
 	{ "sensing", T_STR | T_NULL }, { "started", T_NUM }, { "last_tick", T_NUM },
 	{ "tick_duration_s", T_NUM }, { "ticks", T_INT }, { "reload_error", T_STR | T_NULL },
 	{ "decision_log_lost", T_INT },
-	{ "services", T_ARR }, { "last_actions", T_ARR }, { "tables", T_OBJ },
+	{ "services", T_ARR }, { "last_actions", T_ARR }, { "tables", T_OBJ }, { "disks", T_ARR },
 };
 static const struct field svc_fields[] = {
 	{ "name", T_STR }, { "class", T_STR }, { "cgroup", T_STR | T_NULL },
@@ -294,6 +315,10 @@ static const struct field tables_fields[] = {
 };
 static const struct field map_fields[] = {
 	{ "map", T_STR }, { "entries", T_INT }, { "capacity", T_INT },
+};
+static const struct field disk_fields[] = {
+	{ "device", T_STR }, { "scheduler", T_STR | T_NULL }, { "original", T_STR | T_NULL },
+	{ "io_weight_acts", T_BOOL },
 };
 
 #define N(a) (sizeof(a) / sizeof(*(a)))
@@ -334,6 +359,8 @@ static bool status_valid(struct json_object *o, const char **bad)
 		return false;
 	if (!json_object_is_type(get(get(o, "tables"), "drops"), json_type_object))
 		return *bad = "drops", false;
+	if (!array_ok(get(o, "disks"), disk_fields, N(disk_fields), bad))
+		return false;
 	return array_ok(get(get(o, "tables"), "maps"), map_fields, N(map_fields), bad);
 }
 
@@ -530,6 +557,24 @@ static void print_tables(struct json_object *t)
 	       (long long)json_object_get_int64(get(t, "freed_total")));
 }
 
+static void print_disks(struct json_object *disks)
+{
+	size_t n = json_object_array_length(disks);
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *d = json_object_array_get_idx(disks, i);
+
+		printf("%s %s %s", i ? ";" : "    disks:", s_of(d, "device"),
+		       s_of(d, "scheduler") ? s_of(d, "scheduler") : "(unreadable)");
+		if (s_of(d, "original"))
+			printf(" (switched by tailwarden, was %s)", s_of(d, "original"));
+		printf(", I/O weight %s", json_object_get_boolean(get(d, "io_weight_acts"))
+					   ? "acts" : "has no effect");
+	}
+	if (n)
+		printf("\n");
+}
+
 static void print_actions(struct json_object *acts)
 {
 	size_t n = json_object_array_length(acts);
@@ -566,13 +611,17 @@ static void print_human(struct json_object *o)
 	printf("● tailwarden: running (pid %lld), %s, up %s\n",
 	       (long long)json_object_get_int64(get(o, "pid")),
 	       json_object_get_boolean(get(o, "dry_run")) ? "dry-run (nothing is written)" : "live", up);
-	printf("     loop: period %gs, %lld ticks, last %s ago (took %.1fms)",
-	       d_of(o, "period_s"), (long long)json_object_get_int64(get(o, "ticks")), age,
-	       d_of(o, "tick_duration_s") * 1000);
+	if (json_object_get_int64(get(o, "ticks")) > 0)
+		printf("     loop: period %gs, %lld ticks, last %s ago (took %.1fms)",
+		       d_of(o, "period_s"), (long long)json_object_get_int64(get(o, "ticks")), age,
+		       d_of(o, "tick_duration_s") * 1000);
+	else
+		printf("     loop: period %gs, no tick yet", d_of(o, "period_s"));
 	if (s_of(o, "sensing"))
 		printf(", sensing %s", s_of(o, "sensing"));
 	printf("\n");
 	print_tables(get(o, "tables"));
+	print_disks(get(o, "disks"));
 	if (s_of(o, "reload_error"))
 		printf("   reload: last one REJECTED, old policies kept: %s\n", s_of(o, "reload_error"));
 	if (json_object_get_int64(get(o, "decision_log_lost")))

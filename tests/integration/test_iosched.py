@@ -7,11 +7,12 @@ one it runs, when that is not bfq), and its cleanup puts the disk's
 original scheduler back whatever happens. What a user would notice:
 
   no_key        a best-effort policy with IOWeight= and no IOScheduler=:
-                `run` says I/O weight has no effect on the disk and names
-                IOScheduler=bfq; the scheduler is left as it is
+                `run` and `status` say I/O weight has no effect on the disk
+                (the log names IOScheduler=bfq); the scheduler is left as it is
   switch        IOScheduler=bfq: the scheduler file shows [bfq] while the
-                daemon runs, the log says it switched, the state file has
-                the record; SIGTERM puts the original back
+                daemon runs, the log, `status` (text and --json) and
+                /metrics say it switched, the state file has the record;
+                SIGTERM puts the original back
   kill9         kill -9 while switched: the disk stays on bfq, then
                 `tailwarden restore` puts the original back and says so
   admin_change  kill -9 while switched, then someone picks another
@@ -104,15 +105,25 @@ class Rig:
         if read_sched(self.dev)[0] != self.orig:
             write_sched(self.dev, self.orig)
 
-    def config(self, extra=""):
+    def config(self, extra="", metrics="no"):
         self.conf = os.path.join(self.dir, "tailwarden.conf")
         with open(self.conf, "w") as f:
-            f.write("[Controller]\nPeriod=200ms\nStateDir=%s\nDecisionLog=%s\nMetrics=no\n%s"
-                    % (self.state, os.path.join(self.dir, "decisions.jsonl"), extra))
+            f.write("[Controller]\nPeriod=200ms\nStateDir=%s\nDecisionLog=%s\nMetrics=%s\n%s"
+                    % (self.state, os.path.join(self.dir, "decisions.jsonl"), metrics, extra))
         return self.conf
 
-    def run(self, extra=""):
-        self.config(extra)
+    def status(self):
+        """`tailwarden status` (text) and `--json`, as a user would run them."""
+        argv = [tw.TAILWARDEN, "status", "--config", self.conf]
+        text = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+        js = subprocess.run(argv + ["--json"], capture_output=True, text=True, timeout=30)
+        check(text.returncode == 0 and js.returncode == 0,
+              "status exited %d/%d: %s" % (text.returncode, js.returncode, text.stderr + js.stderr))
+        info(text.stdout)
+        return text.stdout, json.loads(js.stdout)
+
+    def run(self, extra="", metrics="no"):
+        self.config(extra, metrics)
         self.log = os.path.join(self.dir, "run.log")
         self.tw = self.sess.spawn([tw.TAILWARDEN, "run", "--config", self.conf, "--policies", self.pol],
                                   stdout=open(self.log, "w"), stderr=subprocess.STDOUT)
@@ -157,6 +168,11 @@ def test_no_key():
         line = "I/O weight has no effect on %s: its scheduler is %s; set IOScheduler=bfq" % (dev, rig.start)
         check(line in rig.text(), "no line %r in the log:\n%s" % (line, rig.text()))
         check(read_sched(dev)[0] == rig.start, "the scheduler changed without IOScheduler=: %s" % read_sched(dev)[0])
+        text, js = rig.status()
+        shown = "disks: %s %s, I/O weight has no effect" % (dev, rig.start)
+        check(shown in text, "status does not show %r:\n%s" % (shown, text))
+        check({"device": dev, "scheduler": rig.start, "original": None, "io_weight_acts": False}
+              in js["disks"], "status --json disks: %s" % js["disks"])
         check(rig.stop() == 0, "run did not exit 0 on SIGTERM:\n%s" % rig.text())
         check(read_sched(dev)[0] == rig.start, "the scheduler changed at exit: %s" % read_sched(dev)[0])
         return "%s stays %s; said so" % (dev, rig.start)
@@ -166,10 +182,23 @@ def test_switch():
     dev = needs_disk()
     with tw.Session(hierarchies=("unified", "cpu", "blkio")) as sess:
         rig = Rig(sess, dev)
-        rig.run("IOScheduler=bfq\n")
+        port = tw.free_port()
+        rig.run("IOScheduler=bfq\n", metrics="127.0.0.1:%d" % port)
         with open(sched_path(dev)) as f:
             shown = f.read().strip()
         check("[bfq]" in shown, "%s shows %r while the daemon runs" % (sched_path(dev), shown))
+        # status and /metrics say so.
+        text, js = rig.status()
+        shown = "disks: %s bfq (switched by tailwarden, was %s), I/O weight acts" % (dev, rig.start)
+        check(shown in text, "status does not show %r:\n%s" % (shown, text))
+        check({"device": dev, "scheduler": "bfq", "original": rig.start, "io_weight_acts": True}
+              in js["disks"], "status --json disks: %s" % js["disks"])
+        import urllib.request
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+            series = [l for l in r.read().decode().splitlines()
+                      if l.startswith("tailwarden_disk_io_weight_effective{")]
+        want = 'tailwarden_disk_io_weight_effective{device="%s",scheduler="bfq",switched="true"} 1' % dev
+        check(want in series, "/metrics has %s, not %r" % (series, want))
         line = "switched the I/O scheduler of %s from %s to bfq" % (dev, rig.start)
         check(line in rig.text(), "no line %r in the log:\n%s" % (line, rig.text()))
         with open(os.path.join(rig.state, "state.json")) as f:
