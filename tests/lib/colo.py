@@ -99,7 +99,7 @@ class Rig:
         self.web = sess.cgroup("web")
         self.batch = sess.cgroup("batch")
         self.scan = sess.cgroup("scan")
-        # /disk/page: one 4 KiB page nginx reads from the real disk (O_DIRECT)
+        # /disk/page: 64 KiB nginx reads from the real disk (O_DIRECT, one read)
         # on every request, written by layout_fio().
         self.disk_dir = os.path.join(tw.REPO, ".output", "colo-disk")
         self.nginx = sess.nginx(self.web, cpu=SERVER_CPU, disk_dir=self.disk_dir)
@@ -166,7 +166,7 @@ class Rig:
         """Write fio's data file once, outside any measured phase, and nginx's disk page."""
         os.makedirs(self.disk_dir, exist_ok=True)
         with open(os.path.join(self.disk_dir, "page"), "wb") as f:
-            f.write(os.urandom(4096))
+            f.write(os.urandom(65536))
             os.fsync(f.fileno())
         if not os.path.exists(self.fio_data) or os.path.getsize(self.fio_data) < 512 << 20:
             subprocess.run(["fio", "--name=layout", "--filename=" + self.fio_data, "--size=512M",

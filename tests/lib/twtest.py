@@ -356,8 +356,9 @@ class Session:
         It serves a static file (sendfile path) at / and keeps connections alive
         far longer than any test, so a loadgen connection is never closed under it.
         With disk_dir, /disk/NAME serves disk_dir/NAME with O_DIRECT reads in
-        nginx's thread pool (directio, aio threads): every such request reads
-        the disk, and the event loop does not wait for it.
+        nginx's thread pool (directio, aio threads, one 64 KiB buffer): every
+        such request reads the disk, and the event loop does not wait for it.
+        (nginx reads a file of one page or less without O_DIRECT.)
         """
         port = port or free_port()
         d = self.tmpdir("nginx")
@@ -367,7 +368,8 @@ class Session:
             f.write((b"tailwarden test page\n" * (body_size // 21 + 1))[:body_size])
         conf = os.path.join(d, "nginx.conf")
         with open(conf, "w") as f:
-            disk = ("location /disk/ {{ alias {0}/; directio 512; aio threads; }}"
+            disk = ("location /disk/ {{ alias {0}/; directio 512; aio threads; "
+                    "output_buffers 1 64k; }}"
                     .format(disk_dir) if disk_dir else "")
             f.write(NGINX_CONF.format(dir=d, port=port, disk=disk))
         argv = ["nginx", "-p", d + "/", "-c", conf, "-e", os.path.join(d, "logs", "error.log")]
