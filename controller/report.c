@@ -131,8 +131,12 @@ void report_action(struct report *r, struct report_service *s, const struct acti
 	r->next = (r->next + 1) % REPORT_LAST_ACTIONS;
 	if (r->n_last < REPORT_LAST_ACTIONS)
 		r->n_last++;
-	if ((int)a->knob >= 0 && a->knob < KNOB_MAX)
+	if ((int)a->knob >= 0 && a->knob < KNOB_MAX) {
 		s->knobs[a->knob].actions++;
+		/* The value before the daemon's first change (or would-be change). */
+		if ((applied || dry_run) && isnan(s->knobs[a->knob].original))
+			s->knobs[a->knob].original = a->old_value;
+	}
 }
 
 const struct report_action *report_last(const struct report *r, size_t i)

@@ -428,6 +428,14 @@ def test_slice():
               "no sched.slice decision with its reason: %s" % ds)
         first = rig.decisions_list()[0]
         check(first["knob"] == "sched.slice", "the slice is not the first rung: %s" % first)
+        # status names what it was before the daemon's change, and that it is ours.
+        st = json.loads(subprocess.run([tw.TAILWARDEN, "status", "--config", rig.conf, "--json"],
+                                       capture_output=True, text=True, timeout=30).stdout)
+        web = [x for x in st["services"] if x["name"] == "web"][0]
+        kn = {k["knob"]: k for k in web["knobs"]}.get("sched.slice")
+        check(kn and kn["ours"] and kn["original"] == 0 and kn["value"] == SLICE_NS,
+              "status --json shows sched.slice as %s; want ours, original 0 (default), value %d"
+              % (kn, SLICE_NS))
         # A thread started later gets it on a following tick.
         late = sess.spawn(["sleep", "300"], cgroup=rig.web, cpu=SERVER_CPU)
         deadline = time.monotonic() + 5
