@@ -8,7 +8,8 @@
             programs on the request sensor's hooks) and `tailwarden top` with
             its default sensors, rotating runs, ratios of medians and the CPU
             time each request pays
-  switch    perf bench sched pipe on one CPU, untraced vs `tailwarden top`
+  switch    perf bench sched pipe on one CPU: untraced, an empty sched_switch
+            program (the hook's floor), `tailwarden top`
   syscalls  ns per socket send/recv and per getppid() from a tight loop
             (tests/bench/syscall_loop.c): untraced, floor, `tailwarden top`
 Each table prints its targets (issue 10) beside the figures.
@@ -116,7 +117,8 @@ def accuracy(args):
 # the request sensor's three tracepoints), `tailwarden top` with its default
 # sensors (requests + the default contention signals), or (--modes) top
 # with the request sensor only.
-MODES = {"untraced": None, "floor": "floor", "default": [], "requests": ["--no-contention"]}
+MODES = {"untraced": None, "floor": "floor", "default": [], "requests": ["--no-contention"],
+         "floor_switch": "floor_switch"}
 MODE_LABELS = {"untraced": "untraced", "floor": "floor", "default": "top (default sensors)",
                "requests": "top --no-contention"}
 FLOOR = os.path.join(tw.OUTPUT, "floor")
@@ -131,10 +133,11 @@ def attach(sess, extra, cg):
     return a function that stops it."""
     if extra is None:
         return lambda: None
-    if extra == "floor":
-        if not os.access(FLOOR, os.X_OK):
-            raise tw.SetupError("%s not built (make bench builds it)" % FLOOR)
-        p = sess.spawn([FLOOR], cgroup=cg, stdout=subprocess.PIPE)
+    if extra in ("floor", "floor_switch"):
+        obj = os.path.join(tw.OUTPUT, extra + ".bpf.o")
+        if not os.access(FLOOR, os.X_OK) or not os.path.exists(obj):
+            raise tw.SetupError("%s or %s not built (make bench builds them)" % (FLOOR, obj))
+        p = sess.spawn([FLOOR, obj], cgroup=cg, stdout=subprocess.PIPE)
         line = p.stdout.readline().decode()
         if "attached" not in line:
             raise tw.SetupError("floor did not attach: %r" % line)
@@ -300,24 +303,28 @@ def switch(args):
     if not shutil.which("perf"):
         print("\n(c) context switches: perf not installed; skipped")
         return
-    modes = ["untraced", "default"]
+    modes = ["untraced", "floor_switch", "default"]
     with tw.Session(tag="bench-sw") as sess:
         cg, topcg = sess.cgroup("pipe"), sess.cgroup("top")
         res = alternate(sess, modes, args.runs, lambda: switch_once(sess, cg), topcg, "pipe")
     rows = []
     for k, what in ((0, "usecs/op (wall)"), (1, "CPU us/op")):
-        a, b = med(r[k] for r in res["untraced"]), med(r[k] for r in res["default"])
+        a = med(r[k] for r in res["untraced"])
+        row = [what, "%.3f" % a]
+        for m in modes[1:]:
+            b = med(r[k] for r in res[m])
+            row += ["%.3f" % b, "%+.1f%%" % ((b / a - 1) * 100),
+                    "%+.1f%%" % paired(res, m, k, lambda x, y: (x / y - 1) * 100)]
         p = paired(res, "default", k, lambda x, y: (x / y - 1) * 100)
-        rows.append([what, "%.3f" % a, "%.3f" % b, "%+.1f%%" % ((b / a - 1) * 100),
-                     "%+.1f%%" % p, "<= %.0f%%" % TARGET_SWITCH,
-                     "ok" if p <= TARGET_SWITCH else "MISSED"])
+        rows.append(row + ["<= %.0f%%" % TARGET_SWITCH, "ok" if p <= TARGET_SWITCH else "MISSED"])
     table("(c) context switches: perf bench sched pipe -l %d, both ends on CPU %d, "
           "%d rotating runs each" % (SWITCH_LOOPS, CLIENT_CPU, args.runs),
-          ["", "untraced", "top (default)", "cost (medians)", "cost (paired)", "target",
-           "verdict"], rows)
-    print("Each op is two wake-ups and two context switches. default = `tailwarden top` "
-          "(requests + default\ncontention signals; the switch hook is the contention "
-          "sensor's sched_switch).")
+          ["", "untraced", "floor: empty sched_switch", "cost", "(paired)", "top (default)",
+           "cost", "(paired)", "target (default, paired)", "verdict"], rows)
+    print("Each op is two wake-ups and two context switches. floor = an empty program on "
+          "sched_switch\n(tests/bench/floor_switch.bpf.c): the hook's own dispatch. default = "
+          "`tailwarden top` (requests +\ndefault contention signals; the switch hook is the "
+          "contention sensor's sched_switch).")
 
 
 # ---------------------------------------------------------------------------
