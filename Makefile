@@ -51,7 +51,7 @@ TEST_LIBS_expo := $(OUTPUT)/controller/expo.o $(OUTPUT)/controller/report.o $(OU
 test_libs = $(or $(TEST_LIBS_$(1)),$(LIBS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop $(OUTPUT)/tests/knobtool
-BENCH_TOOLS := $(OUTPUT)/tests/floor $(OUTPUT)/tests/floor.bpf.o
+BENCH_TOOLS := $(OUTPUT)/tests/floor $(OUTPUT)/tests/floor.bpf.o $(OUTPUT)/tests/floor_switch.bpf.o
 
 .PHONY: all clean check check-layers contrib unit integration deps bench demo soak tests install uninstall fuzz fuzz-short
 .DELETE_ON_ERROR:
@@ -113,7 +113,7 @@ $(OUTPUT)/tests/syscall_loop: tests/bench/syscall_loop.c | $(OUTPUT)/tests
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -lm -o $@
 
 # The benchmark's floor: empty programs on the request sensor's tracepoints.
-$(OUTPUT)/tests/floor.bpf.o: tests/bench/floor.bpf.c $(OUTPUT)/vmlinux.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/%.bpf.o: tests/bench/%.bpf.c $(OUTPUT)/vmlinux.h | $(OUTPUT)/tests
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -c $< -o $@
 

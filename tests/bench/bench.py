@@ -3,12 +3,18 @@
 
   accuracy  nginx, redis, memcached at ~30/60/90 % of the capacity measured
             first with `loadgen --closed`: client vs inferred p50, p99, req/s
-  overhead  nginx throughput at saturation (wrk, pinned) with and without
-            `tailwarden top` running, alternating runs, medians and ratio
+  overhead  nginx, redis (redis-benchmark -P 1), memcached at saturation, client
+            on the other CPU and on the same CPU: untraced, the floor (empty
+            programs on the request sensor's hooks) and `tailwarden top` with
+            its default sensors, rotating runs, ratios of medians and the CPU
+            time each request pays
+  switch    perf bench sched pipe on one CPU: untraced, an empty sched_switch
+            program (the hook's floor), `tailwarden top`
   syscalls  ns per socket send/recv and per getppid() from a tight loop
-            (tests/bench/syscall_loop.c), with and without `tailwarden top`
+            (tests/bench/syscall_loop.c): untraced, floor, `tailwarden top`
+Each table prints its targets (issue 10) beside the figures.
 
-Usage: bench.py [--runs N] [SECTION...]   (root; default: all sections)
+Usage: bench.py [--runs N] [--servers LIST] [--modes LIST] [SECTION...]   (root; default: all sections)
 Servers run on CPU 0, clients on CPU 1, everything in cgroups under
 tailwarden-test-<pid> that are removed at the end.
 """
@@ -16,6 +22,8 @@ tailwarden-test-<pid> that are removed at the end.
 import argparse
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -102,15 +110,22 @@ def accuracy(args):
 
 
 # ---------------------------------------------------------------------------
-# (b) overhead on nginx throughput
+# (b) overhead at saturation: nginx, redis, memcached, client on the other CPU
+#     and on the same CPU
 
-OVERHEAD_MODES = (("without", None), ("floor", "floor"), ("requests", ["--no-contention"]),
-                  ("all", []))
-OVERHEAD_LABELS = {"without": "without top",
-                   "floor": "floor: empty BPF progs, same 3 hooks",
-                   "requests": "top --no-contention",
-                   "all": "top (requests + contention)"}
+# What a mode runs beside the load: nothing, the floor (empty programs on
+# the request sensor's three tracepoints), `tailwarden top` with its default
+# sensors (requests + the default contention signals), or (--modes) top
+# with the request sensor only.
+MODES = {"untraced": None, "floor": "floor", "default": [], "requests": ["--no-contention"],
+         "floor_switch": "floor_switch"}
+MODE_LABELS = {"untraced": "untraced", "floor": "floor", "default": "top (default sensors)",
+               "requests": "top --no-contention"}
 FLOOR = os.path.join(tw.OUTPUT, "floor")
+PLACEMENTS = (("other CPU", CLIENT_CPU), ("same CPU", SERVER_CPU))
+SERVERS = ("nginx", "redis", "memcached")
+CONNS = 32
+TARGET_RATIO = 0.97
 
 
 def attach(sess, extra, cg):
@@ -118,10 +133,11 @@ def attach(sess, extra, cg):
     return a function that stops it."""
     if extra is None:
         return lambda: None
-    if extra == "floor":
-        if not os.access(FLOOR, os.X_OK):
-            raise tw.SetupError("%s not built (make bench builds it)" % FLOOR)
-        p = sess.spawn([FLOOR], cgroup=cg, stdout=subprocess.PIPE)
+    if extra in ("floor", "floor_switch"):
+        obj = os.path.join(tw.OUTPUT, extra + ".bpf.o")
+        if not os.access(FLOOR, os.X_OK) or not os.path.exists(obj):
+            raise tw.SetupError("%s or %s not built (make bench builds them)" % (FLOOR, obj))
+        p = sess.spawn([FLOOR, obj], cgroup=cg, stdout=subprocess.PIPE)
         line = p.stdout.readline().decode()
         if "attached" not in line:
             raise tw.SetupError("floor did not attach: %r" % line)
@@ -130,39 +146,192 @@ def attach(sess, extra, cg):
     return top.stop
 
 
-def overhead(args):
-    """nginx at saturation without top, with the request sensor only, and with
-    every sensor; the modes rotate each round so drift hits all alike."""
-    with tw.Session(tag="bench-ovh") as sess:
-        web, cli, topcg = sess.cgroup("web"), sess.cgroup("client"), sess.cgroup("top")
-        srv = sess.nginx(web, cpu=SERVER_CPU)
-        tw.wrk(sess, srv.port, threads=1, conns=32, duration="1s", cpu=CLIENT_CPU, cgroup=cli)
-        res = {m: [] for m, _ in OVERHEAD_MODES}
-        for i in range(args.runs):
-            k = i % len(OVERHEAD_MODES)
-            for mode, extra in OVERHEAD_MODES[k:] + OVERHEAD_MODES[:k]:
-                stop = attach(sess, extra, topcg)
-                r = tw.wrk(sess, srv.port, threads=1, conns=32, duration="%ds" % args.wrk_s,
-                           cpu=CLIENT_CPU, cgroup=cli)
+def cg_usage_us(cg):
+    """CPU time of a cgroup (cgroup2 cpu.stat, there without controllers).
+    Without IRQ time accounting, softirq work (loopback delivery, and the
+    hooks that run there) is charged to the task it interrupts."""
+    with open(os.path.join(cg.unified, "cpu.stat")) as f:
+        for line in f:
+            k, v = line.split()
+            if k == "usage_usec":
+                return int(v)
+    raise tw.SetupError("%s: no usage_usec" % cg.rel)
+
+
+def redis_load(sess, port, n, cpu, cg):
+    argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-n", str(n),
+            "-c", str(CONNS), "-t", "get", "-P", "1"]
+    r = tw.ClientRun(sess, argv, cg, cpu, tw.parse_redis_benchmark).start().result(timeout=120)
+    return r["completed"] / r["seconds"], r["completed"]
+
+
+class Load:
+    """One server on SERVER_CPU and its saturating client on cpu: nginx with
+    wrk -t1 -c32, redis with redis-benchmark -P 1 -c 32 (GET), memcached
+    with loadgen --closed --conns 32 (get). once() returns req/s and CPU
+    time per request of server and client together, in us."""
+
+    def __init__(self, sess, kind, cpu, secs):
+        self.sess, self.kind, self.cpu, self.secs = sess, kind, cpu, secs
+        self.web, self.cli = sess.cgroup("%s-srv" % kind), sess.cgroup("%s-cli-%d" % (kind, cpu))
+        self.srv = {"nginx": sess.nginx, "redis": sess.redis,
+                    "memcached": sess.memcached}[kind](self.web, cpu=SERVER_CPU)
+        self.n = 20000
+        rps, _ = self.run(1)  # warm up; redis-benchmark runs a count, sized from this
+        self.n = max(int(rps * secs), 1000)
+
+    def run(self, secs):
+        if self.kind == "nginx":
+            r = tw.wrk(self.sess, self.srv.port, threads=1, conns=CONNS, duration="%ds" % secs,
+                       cpu=self.cpu, cgroup=self.cli)
+            return r["rps"], r["completed"]
+        if self.kind == "redis":
+            return redis_load(self.sess, self.srv.port, self.n, self.cpu, self.cli)
+        r = self.sess.loadgen("memcached", self.srv.port, 1, secs, conns=CONNS, cpu=self.cpu,
+                              cgroup=self.cli, extra=["--closed"])
+        return r["rps"], r["completed"]
+
+    def once(self):
+        u0 = cg_usage_us(self.web) + cg_usage_us(self.cli)
+        rps, n = self.run(self.secs)
+        u1 = cg_usage_us(self.web) + cg_usage_us(self.cli)
+        return rps, (u1 - u0) / max(n, 1)
+
+    def stop(self):
+        self.srv.stop()
+
+
+def rotate(modes, i):
+    k = i % len(modes)
+    return modes[k:] + modes[:k]
+
+
+def alternate(sess, modes, runs, once, topcg, what):
+    """runs rounds; each round runs every mode once, the order rotating from
+    round to round so that drift hits all modes alike. {mode: [results]}."""
+    res = {m: [] for m in modes}
+    for i in range(runs):
+        for mode in rotate(modes, i):
+            stop = attach(sess, MODES[mode], topcg)
+            try:
+                r = once()
+            finally:
                 stop()
-                res[mode].append(r["rps"])
-                tw.log("  run %d %-9s: %.0f req/s" % (i + 1, mode, r["rps"]))
-    base = statistics.median(res["without"])
-    rows = []
-    for mode, _ in OVERHEAD_MODES:
-        v = res[mode]
-        m = statistics.median(v)
-        rows.append([OVERHEAD_LABELS[mode], "%.0f" % m, "%.3f" % (m / base), "%.0f" % min(v),
-                     "%.0f" % max(v), " ".join("%.0f" % x for x in v)])
-    table("(b) overhead: nginx at saturation, wrk -t1 -c32 -d%ds, %d rotating runs each"
-          % (args.wrk_s, args.runs), ["", "median req/s", "ratio", "min", "max", "runs"], rows)
-    print("floor = empty BPF programs on the request sensor's three tracepoints, attached and "
-          "doing nothing:\nthe share of the overhead that is the hooks' own dispatch, not the "
-          "sensor's work.")
+            res[mode].append(r)
+            tw.log("  %s run %d %-8s: %s" % (what, i + 1, mode,
+                                             " ".join("%.4g" % x for x in r)))
+    return res
+
+
+def med(v):
+    return statistics.median(v)
+
+
+def paired(res, mode, key, f):
+    """Median over rounds of f(mode's value, untraced value of the same round)."""
+    return med(f(a[key], b[key]) for a, b in zip(res[mode], res["untraced"]))
+
+
+def overhead(args):
+    modes = args.modes
+    rows, summary = [], []
+    for kind in SERVERS:
+        if kind not in args.servers:
+            continue
+        for place, cpu in PLACEMENTS:
+            with tw.Session(tag="bench-ovh") as sess:
+                topcg = sess.cgroup("top")
+                load = Load(sess, kind, cpu, args.load_s)
+                res = alternate(sess, modes, args.runs, load.once, topcg,
+                                "%s/%s" % (kind, place))
+                load.stop()
+            base = med(r[0] for r in res["untraced"])
+            cpu0 = med(r[1] for r in res["untraced"])
+            row = [kind, place, "%.0f" % base]
+            for m in modes[1:]:
+                ratio_m = med(r[0] for r in res[m]) / base
+                row += ["%.3f" % ratio_m, "%.3f" % paired(res, m, 0, lambda a, b: a / b)]
+            row += ["%.1f" % cpu0]
+            for m in modes[1:]:
+                row += ["%+.0f" % (paired(res, m, 1, lambda a, b: a - b) * 1000)]
+            d = med(r[0] for r in res["default"]) / base if "default" in res else None
+            row += [">= %.2f" % TARGET_RATIO,
+                    "-" if d is None else ("ok" if d >= TARGET_RATIO else "MISSED")]
+            rows.append(row)
+            tw.log("  %s" % row)
+    header = ["server", "client on", "untraced req/s"]
+    for m in modes[1:]:
+        header += ["%s ratio" % m, "(paired)"]
+    header += ["untraced CPU us/req"]
+    for m in modes[1:]:
+        header += ["%s +CPU ns/req" % m]
+    header += ["target (default ratio)", "verdict"]
+    table("(b) overhead at saturation: %d rotating runs of %d s per mode; server on CPU %d, "
+          "client on the other CPU (%d) or the same" % (args.runs, args.load_s, SERVER_CPU,
+                                                       CLIENT_CPU), header, rows)
+    print("ratio = median req/s of the mode / median req/s untraced; (paired) = median of each "
+          "round's ratio.\nCPU us/req = CPU time of server and client cgroups per request "
+          "(softirq included), +ns/req\nits paired difference from untraced: what a request "
+          "pays. floor = empty BPF programs on the\nrequest sensor's three tracepoints; "
+          "default = `tailwarden top` (requests + default contention\nsignals). Clients: "
+          "nginx wrk -t1 -c%d; redis redis-benchmark -P 1 -c %d -t get; memcached\n"
+          "loadgen --closed --conns %d (get)." % (CONNS, CONNS, CONNS))
 
 
 # ---------------------------------------------------------------------------
-# (c) ns per syscall
+# (c) context switches: perf bench sched pipe, both ends on one CPU
+
+SWITCH_LOOPS = 200000
+TARGET_SWITCH = 3.0
+
+
+def switch_once(sess, cg):
+    """usecs/op as perf prints it, and CPU time per op of the two tasks (the
+    hooks run in their context; steadier than wall time under host noise)."""
+    p = sess.spawn(["perf", "bench", "sched", "pipe", "-l", str(SWITCH_LOOPS)], cgroup=cg,
+                   cpu=CLIENT_CPU, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    m = re.search(r"([\d.]+)\s+usecs/op", out)
+    if not m:
+        raise tw.SetupError("perf bench sched pipe: no usecs/op in %r" % out[-300:])
+    return float(m.group(1)), (ru.ru_utime + ru.ru_stime) / SWITCH_LOOPS * 1e6
+
+
+def switch(args):
+    if not shutil.which("perf"):
+        print("\n(c) context switches: perf not installed; skipped")
+        return
+    modes = ["untraced", "floor_switch", "default"]
+    with tw.Session(tag="bench-sw") as sess:
+        cg, topcg = sess.cgroup("pipe"), sess.cgroup("top")
+        res = alternate(sess, modes, args.runs, lambda: switch_once(sess, cg), topcg, "pipe")
+    rows = []
+    for k, what in ((0, "usecs/op (wall)"), (1, "CPU us/op")):
+        a = med(r[k] for r in res["untraced"])
+        row = [what, "%.3f" % a]
+        for m in modes[1:]:
+            b = med(r[k] for r in res[m])
+            row += ["%.3f" % b, "%+.1f%%" % ((b / a - 1) * 100),
+                    "%+.1f%%" % paired(res, m, k, lambda x, y: (x / y - 1) * 100)]
+        p = paired(res, "default", k, lambda x, y: (x / y - 1) * 100)
+        rows.append(row + ["<= %.0f%%" % TARGET_SWITCH, "ok" if p <= TARGET_SWITCH else "MISSED"])
+    table("(c) context switches: perf bench sched pipe -l %d, both ends on CPU %d, "
+          "%d rotating runs each" % (SWITCH_LOOPS, CLIENT_CPU, args.runs),
+          ["", "untraced", "floor: empty sched_switch", "cost", "(paired)", "top (default)",
+           "cost", "(paired)", "target (default, paired)", "verdict"], rows)
+    print("Each op is two wake-ups and two context switches. floor = an empty program on "
+          "sched_switch\n(tests/bench/floor_switch.bpf.c): the hook's own dispatch. default = "
+          "`tailwarden top` (requests +\ndefault contention signals; the switch hook is the "
+          "contention sensor's sched_switch).")
+
+
+# ---------------------------------------------------------------------------
+# (d) ns per syscall
+
+TARGET_SOCK_NS = 60
+
 
 def build_syscall_loop():
     src = os.path.join(tw.REPO, "tests", "bench", "syscall_loop.c")
@@ -175,53 +344,71 @@ def build_syscall_loop():
 
 def syscalls(args):
     build_syscall_loop()
-    res = {m: [] for m, _ in OVERHEAD_MODES}
+    modes = [m for m in args.modes]
     with tw.Session(tag="bench-sys") as sess:
         cg, topcg = sess.cgroup("loop"), sess.cgroup("top")
-        for i in range(args.runs):
-            k = i % len(OVERHEAD_MODES)
-            for mode, extra in OVERHEAD_MODES[k:] + OVERHEAD_MODES[:k]:
-                stop = attach(sess, extra, topcg)
-                p = sess.spawn([SYSCALL_LOOP, "-n", str(args.iterations), "-r", "5"], cgroup=cg,
-                               cpu=CLIENT_CPU, stdout=subprocess.PIPE)
-                out, _ = p.communicate(timeout=120)
-                stop()
-                r = json.loads(out)
-                res[mode].append(r)
-                tw.log("  run %d %-9s: sock op %.0f ns, getppid %.0f ns"
-                       % (i + 1, mode, r["sock_op_ns"], r["getppid_ns"]))
+
+        def once():
+            p = sess.spawn([SYSCALL_LOOP, "-n", str(args.iterations), "-r", "5"], cgroup=cg,
+                           cpu=CLIENT_CPU, stdout=subprocess.PIPE)
+            out, _ = p.communicate(timeout=120)
+            r = json.loads(out)
+            return r["sock_op_ns"], r["getppid_ns"]
+        res = alternate(sess, modes, args.runs, once, topcg, "loop")
     rows = []
-    for key, what in (("sock_op_ns", "socket send or recv (1 byte, loopback TCP)"),
-                      ("getppid_ns", "getppid() (no socket)")):
-        a = statistics.median(r[key] for r in res["without"])
-        row = [what, "%.0f" % a]
-        for mode in ("floor", "requests", "all"):
-            # Rounds rotate, so pair each run with the same round's run
-            # without top: the median of those differences cancels drift.
-            d = statistics.median(w[key] - wo[key] for w, wo in zip(res[mode], res["without"]))
-            row += ["%+.0f" % d, "%+.1f%%" % (d / a * 100)]
+    for k, what in ((0, "socket send or recv (1 byte, loopback TCP)"),
+                    (1, "getppid() (no socket)")):
+        a = med(r[k] for r in res["untraced"])
+        spread = (max(r[k] for r in res["untraced"]) - min(r[k] for r in res["untraced"]))
+        row = [what, "%.0f" % a, "%.0f" % spread]
+        for m in modes[1:]:
+            # Pair each run with the same round's untraced run: the median
+            # of those differences cancels drift.
+            row += ["%+.0f" % paired(res, m, k, lambda x, y: x - y)]
+        d = paired(res, "default", k, lambda x, y: x - y)
+        if k == 0:
+            fl = paired(res, "floor", k, lambda x, y: x - y)
+            row += ["%+.0f" % (d - fl), "<= %d above floor" % TARGET_SOCK_NS,
+                    "ok" if d - fl <= TARGET_SOCK_NS else "MISSED"]
+        else:
+            row += ["%+.0f" % d, "within noise (< spread)",
+                    "ok" if abs(d) <= max(spread, 0.01 * a) else "MISSED"]
         rows.append(row)
-    table("(c) cost per syscall, tight loop on CPU %d, %d rotating runs each "
+    header = ["operation", "ns untraced", "spread"] + ["added: %s" % m for m in modes[1:]] + \
+        ["default - floor or untraced", "target", "verdict"]
+    table("(d) cost per syscall, tight loop on CPU %d, %d rotating runs each "
           "(each run: median of 5 x %d iterations)" % (CLIENT_CPU, args.runs, args.iterations),
-          ["operation", "ns without top", "added: floor (empty progs)", "",
-           "added: top --no-contention", "", "added: top (all sensors)", ""], rows)
-    print("floor = empty BPF programs on sock_recv_length, sock_send_length and sk_data_ready:\n"
-          "what any program on those hooks costs here before doing any work.")
+          header, rows)
+    print("added = median over rounds of (mode - same round untraced), ns per operation; "
+          "spread = max - min\nof the untraced runs. floor = empty BPF programs on "
+          "sock_recv_length, sock_send_length and\nsk_data_ready: what any program on "
+          "those hooks costs here before doing any work.")
 
 
-SECTIONS = {"accuracy": accuracy, "overhead": overhead, "syscalls": syscalls}
+SECTIONS = {"accuracy": accuracy, "overhead": overhead, "switch": switch,
+            "syscalls": syscalls}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sections", nargs="*", metavar="SECTION",
                     help="any of: %s (default: all)" % " ".join(SECTIONS))
-    ap.add_argument("--runs", type=int, default=5, help="alternating runs per mode (>= 5)")
+    ap.add_argument("--runs", type=int, default=7, help="rotating runs per mode (>= 7 for the targets)")
     ap.add_argument("--duration", type=int, default=4, help="accuracy: seconds per load")
     ap.add_argument("--conns", type=int, default=8, help="accuracy: loadgen connections")
-    ap.add_argument("--wrk-s", type=int, default=5, help="overhead: seconds per wrk run")
+    ap.add_argument("--load-s", type=int, default=4, help="overhead: seconds per load run")
+    ap.add_argument("--servers", default=",".join(SERVERS),
+                    help="overhead: comma-separated subset of %s" % ",".join(SERVERS))
+    ap.add_argument("--modes", default="untraced,floor,default",
+                    help="overhead, syscalls: comma-separated modes, untraced first "
+                         "(untraced, floor, default, requests)")
     ap.add_argument("--iterations", type=int, default=200000, help="syscalls: loop length")
     args = ap.parse_args()
+    args.modes = args.modes.split(",")
+    args.servers = args.servers.split(",")
+    if args.modes[0] != "untraced" or any(m not in MODES for m in args.modes) or \
+            not {"floor", "default"} <= set(args.modes):
+        ap.error("--modes: untraced first, then at least floor and default")
     bad = [s for s in args.sections if s not in SECTIONS]
     if bad:
         ap.error("unknown section(s): %s" % " ".join(bad))
