@@ -338,6 +338,9 @@ static const struct ini_key config_keys[] = {
 				     set_io_scheduler_devices },
 };
 
+_Static_assert(sizeof(config_keys) / sizeof(*config_keys) <= INI_MAX_KEYS,
+	       "INI_MAX_KEYS too small for the config schema");
+
 const struct ini_schema config_schema = {
 	.sections = config_sections,
 	.nsections = sizeof(config_sections) / sizeof(*config_sections),

@@ -16,7 +16,7 @@
 #include "policies/units.h"
 
 #define INI_MAX_SECTIONS 4
-#define INI_MAX_KEYS 12
+#define INI_MAX_KEYS 16
 #define INI_LINE_MAX 4096        /* bytes per line, newline excluded */
 #define INI_FILE_MAX (1 << 20)   /* bytes per file */
 #define INI_ERRORS_MAX 50        /* per file; then one "too many errors" */
