@@ -47,6 +47,7 @@ enum {
 	K_IO_WEIGHT,
 	K_CPU_FREQUENCY,
 	K_SLICE,
+	K_WEIGHTS,
 };
 
 /*
@@ -242,6 +243,24 @@ static int set_slice(void *obj, const char *v, char *why)
 	return 0;
 }
 
+/*
+ * How a best-effort service's weights move: reactive (cut on a violation,
+ * given back in slack) or floor (held at the floor of their ranges while
+ * a latency-critical service serves; see the engine).
+ */
+static int set_weights(void *obj, const char *v, char *why)
+{
+	struct policy *p = obj;
+
+	if (!strcmp(v, "reactive"))
+		p->weights_floor = false;
+	else if (!strcmp(v, "floor"))
+		p->weights_floor = true;
+	else
+		return unit_fail(why, "expected reactive or floor");
+	return 0;
+}
+
 static const char *const policy_sections[] = { "Service", "Objective", "Limits" };
 
 static const struct ini_key policy_keys[] = {
@@ -257,7 +276,11 @@ static const struct ini_key policy_keys[] = {
 	[K_IO_WEIGHT] = { S_LIMITS, "IOWeight", "a weight or a range such as 10..1000", set_io_weight },
 	[K_CPU_FREQUENCY] = { S_LIMITS, "CPUFrequency", "a frequency or a range such as 1.2GHz..max", set_cpu_frequency },
 	[K_SLICE] = { S_LIMITS, "Slice", "a duration from 0.1ms to 100ms such as 1ms", set_slice },
+	[K_WEIGHTS] = { S_LIMITS, "Weights", "reactive or floor", set_weights },
 };
+
+_Static_assert(sizeof(policy_keys) / sizeof(*policy_keys) <= INI_MAX_KEYS,
+	       "INI_MAX_KEYS too small for the policy schema");
 
 const struct ini_schema policy_schema = {
 	.sections = policy_sections,
@@ -289,6 +312,8 @@ static int validate_policy(const struct policy *p, const struct ini_seen *seen,
 		return r;
 
 	if (p->klass == POLICY_LATENCY_CRITICAL) {
+		if (kl[K_WEIGHTS])
+			return file_err(fe, kl[K_WEIGHTS], "Weights= is for best-effort services only (how their weights are taken); this one is latency-critical");
 		if (!sl[S_OBJECTIVE])
 			return file_err(fe, 0, "missing section [Objective] (required for latency-critical services)");
 		if (!kl[K_TARGET])
@@ -301,6 +326,8 @@ static int validate_policy(const struct policy *p, const struct ini_seen *seen,
 		r = file_err(fe, kl[K_CPU_FREQUENCY], "CPUFrequency= is for latency-critical services only; this one is best-effort");
 	if (r == 0 && kl[K_SLICE])
 		r = file_err(fe, kl[K_SLICE], "Slice= is for latency-critical services only (their threads get the short slice); this one is best-effort");
+	if (r == 0 && kl[K_WEIGHTS] && p->weights_floor && !kl[K_CPU_WEIGHT] && !kl[K_IO_WEIGHT])
+		r = file_err(fe, kl[K_WEIGHTS], "Weights=floor needs CPUWeight= or IOWeight= in [Limits] (the floor it holds them at)");
 	if (r == 0 && !kl[K_CPU_QUOTA] && !kl[K_CPU_WEIGHT] && !kl[K_IO_WEIGHT])
 		r = file_err(fe, sl[S_LIMITS], "a best-effort service needs at least one of CPUQuota=, CPUWeight= or IOWeight= in [Limits] (what may be taken from it)");
 	return r;
@@ -686,5 +713,7 @@ int policy_describe(const struct policy *p, char *buf, size_t len)
 	sb_range(&sb, "Slice", &p->slice_ns, format_slice, &first);
 	if (first)
 		sb_printf(&sb, "none");
+	if (p->weights_floor)
+		sb_printf(&sb, "; weights at their floor while a latency-critical service serves");
 	return sb.off;
 }
