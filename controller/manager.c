@@ -615,6 +615,7 @@ static void sense_service(struct manager *m, struct service_rt *s, int idx,
 
 	memset(in, 0, sizeof(*in));
 	in->latency_ns = -1;
+	in->cpu_usage = NAN; /* until the contention sample says */
 	service_resolve(m, s, idx);
 	read_knobs(m, s, idx, in->knob);
 	if (!s->cgid)

@@ -147,6 +147,7 @@ static int replay_tick(struct replay *rp, const struct rec_tick *t)
 		uint64_t old;
 
 		in[i].latency_ns = -1;
+		in[i].cpu_usage = NAN;
 		s->cg = g ? g->path : NULL;
 		for (int kk = 0; kk < KNOB_MAX; kk++)
 			in[i].knob[kk] = NAN;

@@ -31,7 +31,9 @@
  * low cpu.weight changes who runs first on wake-up and stays
  * work-conserving. So a CPU violation halves the BE's cpu.weight down to
  * its floor, and only when a whole window at the floor is still a
- * violation (or the weight cannot be used) halves its cpu.max. The
+ * violation (or the weight cannot be used) halves its cpu.max; never the
+ * cpu.max of a BE service that used under BE_BUSY of a CPU (a quota
+ * throttles only what runs). The
  * diagnosis routes the cut:
  *
  *   none (no contention sensor), cpu, or nothing stands out
@@ -42,9 +44,10 @@
  *   lock, network, or the LC's own load (any resource)
  *                      -> no neighbour is throttled; an LC's own CPU load
  *                         may still get more cpu.max. But when its own
- *                         CPU load grew while best-effort services use
- *                         CPU (BE_BUSY), the CPU it needs is theirs:
- *                         the cpu route as above.
+ *                         load grew, on the CPU or with nothing standing
+ *                         out, while best-effort services use CPU
+ *                         (BE_BUSY), the CPU it needs is theirs: the cpu
+ *                         route as above.
  *   frequency of the LC's CPUs rises whatever the diagnosis.
  *
  * Slice= (an LC's EEVDF slice, knob sched.slice): the first rung of the
@@ -340,11 +343,13 @@ change(struct tick *t, size_t svc, enum knob_kind k, double new, enum dir d,
 	char o[24], n[24];
 	va_list ap;
 	size_t used;
+	bool own;
 
 	if (t->n >= t->max) {
 		t->overflow = true;
 		return;
 	}
+	own = t->e->set->v[svc].klass == POLICY_LATENCY_CRITICAL; /* its own knob */
 	a = &t->acts[t->n++];
 	a->service = (int)svc;
 	a->knob = k;
@@ -353,11 +358,12 @@ change(struct tick *t, size_t svc, enum knob_kind k, double new, enum dir d,
 	fmt_value(o, sizeof(o), k, m->now);
 	fmt_value(n, sizeof(n), k, new);
 	a->reason[0] = '\0';
-	append(a->reason, sizeof(a->reason), "%s; ", ds->head);
+	if (ds->head[0])
+		append(a->reason, sizeof(a->reason), "%s; ", ds->head);
 	if (with_diag)
 		append(a->reason, sizeof(a->reason), "%s; ", ds->diag);
 	append(a->reason, sizeof(a->reason), "%s %s %s %s -> %s (",
-	       d == DIR_PROTECT ? (svc == driver ? "raise" : "cut") : (svc == driver ? "lower" : "give back"),
+	       d == DIR_PROTECT ? (own ? "raise" : "cut") : (own ? "lower" : "give back"),
 	       t->e->set->v[svc].name, knob_kind_name(k), o, n);
 	used = strlen(a->reason);
 	va_start(ap, fmt);
@@ -377,7 +383,7 @@ static void observe(struct engine *e, size_t i, const struct engine_input *in)
 	const struct policy *p = &e->set->v[i];
 	struct service_mem *s = &e->s[i];
 
-	s->usage = in->cpu_usage > 0 ? in->cpu_usage : NAN;
+	s->usage = in->cpu_usage >= 0 ? in->cpu_usage : NAN;
 	for (int k = 0; k < KNOB_MAX; k++) {
 		const struct policy_range *r = range_of(p, k);
 		struct knob_mem *m = &s->k[k];
@@ -469,7 +475,7 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 {
 	const struct policy *p = &e->set->v[i];
 	struct service_mem *s = &e->s[i];
-	char lat[24], tgt[24], pct[16], be_note[96];
+	char lat[24], tgt[24], pct[16], be_note[128];
 	const char *spare;
 
 	s->fresh = false;
@@ -504,16 +510,19 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 	s->streak = s->band == BAND_SLACK ? s->streak + 1 : 0;
 	s->route = route_of(in->diag, &spare);
 	describe_diag(s, in->diag);
-	if (in->diag && in->diag->cause == DIAG_CAUSE_LOAD && in->diag->dominant == DIAG_CPU) {
+	if (in->diag && in->diag->cause == DIAG_CAUSE_LOAD &&
+	    (in->diag->dominant == DIAG_CPU || in->diag->dominant == DIAG_NONE)) {
 		double busy = be_cpu_use(e);
 
 		if (busy >= BE_BUSY) {
 			/* Its own load grew, but the CPU it now needs is in use by
-			 * best-effort work: that is what they must yield. */
+			 * best-effort work: that is what they must yield. With no
+			 * resource standing out, the CPU they use is still the one
+			 * thing a neighbour holds that the service could want. */
 			s->route |= ROUTE_CPU;
 			snprintf(be_note, sizeof(be_note),
-				 "its own load grew and best-effort services use %.0f%% of a CPU: taken from them",
-				 busy * 100);
+				 "its own load grew%s and best-effort services use %.0f%% of a CPU: taken from them",
+				 in->diag->dominant == DIAG_NONE ? ", nothing stands out," : "", busy * 100);
 			spare = be_note;
 		}
 	}
@@ -537,6 +546,70 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 	}
 }
 
+/* Is k one of a Weights=floor service's weights, held while LC services serve? */
+static bool held(const struct engine *e, size_t b, enum knob_kind k)
+{
+	return e->set->v[b].weights_floor && (k == KNOB_CPU_WEIGHT || k == KNOB_IO_WEIGHT);
+}
+
+/*
+ * Weights=floor: while a latency-critical service serves (driver: one
+ * with a verdict this tick), the BE service's weights sit at the floor of
+ * their ranges before anything goes wrong. A weight decides who runs
+ * first when both are runnable, not how much each gets when the other
+ * is idle, so the floor costs the BE service nothing while the LC one
+ * leaves room; and the window in which a neighbour's burst starts, which
+ * a reactive cut can only follow, is protected too.
+ */
+static void hold_floor(struct tick *t, size_t b, size_t driver)
+{
+	static const enum knob_kind ks[] = { KNOB_CPU_WEIGHT, KNOB_IO_WEIGHT };
+
+	for (size_t j = 0; j < sizeof(ks) / sizeof(*ks); j++) {
+		const struct policy_range *r = range_of(&t->e->set->v[b], ks[j]);
+		struct knob_mem *m = &t->e->s[b].k[ks[j]];
+
+		if (!movable(t->e, b, ks[j]) || !(m->now > r->lo) || !cooled(m, DIR_PROTECT, t->now))
+			continue;
+		change(t, b, ks[j], r->lo, DIR_PROTECT, driver, false, "%s",
+		       "Weights=floor: a latency-critical service serves; a weight only orders wake-ups, so its floor costs nothing while there is room");
+	}
+}
+
+/*
+ * Weights=floor, when no LC service has had a verdict for VERDICT_WINDOWS
+ * windows (idle, or gone): the held weights go home in one step.
+ */
+static void release_floor(struct tick *t, size_t b)
+{
+	static const enum knob_kind ks[] = { KNOB_CPU_WEIGHT, KNOB_IO_WEIGHT };
+
+	for (size_t j = 0; j < sizeof(ks) / sizeof(*ks); j++) {
+		struct knob_mem *m = &t->e->s[b].k[ks[j]];
+
+		if (!movable(t->e, b, ks[j]) || !m->touched || !(m->now < m->home) ||
+		    !cooled(m, DIR_RELAX, t->now))
+			continue;
+		change(t, b, ks[j], m->home, DIR_RELAX, b, false, "%s",
+		       "Weights=floor: no latency-critical service has served for 3 windows; back home");
+	}
+}
+
+/* Has no LC service had a verdict for VERDICT_WINDOWS of its windows? */
+static bool lc_idle(const struct engine *e, uint64_t now)
+{
+	for (size_t i = 0; i < e->set->n; i++) {
+		const struct service_mem *s = &e->s[i];
+
+		if (e->set->v[i].klass != POLICY_LATENCY_CRITICAL || !s->verdict_ns)
+			continue;
+		if (s->band != BAND_NONE ||
+		    now < s->verdict_ns + VERDICT_WINDOWS * window_of(&e->set->v[i]))
+			return false;
+	}
+	return true;
+}
+
 /* Halve a BE knob towards its floor; the first cut of "max" halves the use. */
 static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const char *why)
 {
@@ -549,7 +622,7 @@ static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const
 		return;
 	if (isinf(base)) {
 		/* Half of infinity is no cut: halve what it uses instead. */
-		if (!isnan(usage)) {
+		if (usage > 0) {
 			base = usage;
 			snprintf(basis, sizeof(basis), "half of its use %.0f%%; ", usage * 100);
 		} else if (isfinite(r->hi)) {
@@ -635,7 +708,11 @@ static void cut_neighbour(struct tick *t, size_t b)
 
 	if (cpu >= 0 && movable(e, b, KNOB_CPU_WEIGHT))
 		cut(t, b, KNOB_CPU_WEIGHT, cpu, "");
-	if (movable(e, b, KNOB_CPU_QUOTA)) {
+	/*
+	 * A quota throttles only what runs: on a service that used no CPU
+	 * lately it changes nothing now, and would cost it later.
+	 */
+	if (movable(e, b, KNOB_CPU_QUOTA) && !(e->s[b].usage < BE_BUSY)) {
 		if (mem >= 0)
 			cut(t, b, KNOB_CPU_QUOTA, mem, "weight cannot reach memory interference; ");
 		else if (cpu >= 0 && weight_spent(e, b, t->now))
@@ -656,7 +733,7 @@ static bool give_back(struct tick *t, size_t b, enum knob_kind k, size_t driver,
 	char span[48], cap[80] = "", rule[32];
 	bool capped;
 
-	if (!movable(t->e, b, k) || !m->touched || !(m->now < m->home))
+	if (!movable(t->e, b, k) || !m->touched || !(m->now < m->home) || held(t->e, b, k))
 		return false;
 	if (!cooled(m, DIR_RELAX, t->now))
 		return true; /* still on its way home: what comes after waits */
@@ -792,7 +869,8 @@ static bool all_home_but_slice(const struct engine *e, size_t i)
 		for (int k = 0; k < KNOB_MAX; k++) {
 			const struct knob_mem *m = &e->s[b].k[k];
 
-			if (k == KNOB_SCHED_SLICE || k == KNOB_CPU_FREQ || !movable(e, b, k) || !m->touched)
+			if (k == KNOB_SCHED_SLICE || k == KNOB_CPU_FREQ || !movable(e, b, k) ||
+			    !m->touched || held(e, b, k))
 				continue;
 			if (e->set->v[b].klass == POLICY_BEST_EFFORT && m->now < m->home)
 				return false;
@@ -844,6 +922,20 @@ static void own_knobs(struct tick *t, size_t i)
 	}
 }
 
+/* The worst LC service with a verdict this tick (the tightest slack). */
+static size_t first_fresh(const struct engine *e)
+{
+	size_t w = 0;
+	bool found = false;
+
+	for (size_t i = 0; i < e->set->n; i++)
+		if (e->s[i].fresh && (!found || e->s[i].slack < e->s[w].slack)) {
+			w = i;
+			found = true;
+		}
+	return w;
+}
+
 int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in,
 		struct action *acts, size_t max)
 {
@@ -860,8 +952,13 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 		judge(e, i, &in[i], now_ns);
 		any |= e->s[i].fresh;
 	}
-	if (!any)
-		return 0;
+	if (!any) {
+		if (lc_idle(e, now_ns))
+			for (size_t b = 0; b < set->n; b++)
+				if (set->v[b].weights_floor)
+					release_floor(&t, b);
+		return t.overflow ? -ENOSPC : (int)t.n;
+	}
 	/* Before this tick's give-backs: the slice comes back after them. */
 	for (size_t i = 0; i < set->n; i++)
 		e->s[i].rest_home = all_home_but_slice(e, i);
@@ -873,6 +970,8 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 	for (size_t b = 0; b < set->n; b++) {
 		if (set->v[b].klass != POLICY_BEST_EFFORT)
 			continue;
+		if (set->v[b].weights_floor)
+			hold_floor(&t, b, first_fresh(e));
 		if (violation) {
 			cut_neighbour(&t, b);
 		} else if (relax >= 0) {

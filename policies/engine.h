@@ -20,7 +20,7 @@ struct engine_input {
 	double latency_ns;       /* the policy's percentile over the window, <0 if none */
 	const struct diagnosis *diag; /* NULL when no contention sensor */
 	double knob[KNOB_MAX];   /* current values (NAN when the knob is unavailable) */
-	double cpu_usage;        /* CPUs it used lately (1.0 = one); 0 or NAN: unknown */
+	double cpu_usage;        /* CPUs it used lately (1.0 = one; 0 = idle); NAN: unknown */
 };
 
 struct engine;

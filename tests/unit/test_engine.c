@@ -74,6 +74,7 @@ static void no_knobs(struct engine_input *in)
 {
 	for (int k = 0; k < KNOB_MAX; k++)
 		in->knob[k] = NAN;
+	in->cpu_usage = NAN; /* unknown, as without a contention sensor */
 }
 
 /* web (latency-critical, p99 <= 2ms) and batch (best-effort, weight 100, no quota). */
@@ -616,6 +617,18 @@ static void test_own_load_with_busy_neighbours(void **state)
 			    "violation: web p99 3ms > target 2ms (slack -0.50); diagnosis cpu/load "
 			    "(runq_delay_us.p99 \u00d79.3); its own load grew and best-effort services "
 			    "use 30% of a CPU: taken from them");
+	/* Own load with nothing standing out: the same while they use CPU. */
+	struct diagnosis none = diag(DIAG_NONE, DIAG_CAUSE_LOAD);
+
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	engine_free(f->e);
+	start(f);
+	assert_int_equal(window(f, 3, 1000, &none), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
+	assert_string_equal(engine_verdict(f->e, 0),
+			    "violation: web p99 3ms > target 2ms (slack -0.50); diagnosis none/load; "
+			    "its own load grew, nothing stands out, and best-effort services use 30% of "
+			    "a CPU: taken from them");
 	/* Idle neighbours (below 5% of a CPU) are spared as before. */
 	f->in[1].cpu_usage = 0.01;
 	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
@@ -1084,6 +1097,66 @@ static void test_slice_given_back_last(void **state)
 	assert_true(f->in[0].knob[KNOB_SCHED_SLICE] == 0);
 }
 
+/*
+ * Weights=floor: the first window with a verdict, even in large slack,
+ * puts the weights at their floor; give-backs leave them there (quota
+ * only); a violation at the floor goes to the quota after a window; when
+ * web stops serving, the weights go home after 3 windows, in one step.
+ */
+static void test_weights_floor(void **state)
+{
+	struct fx *f = *state;
+
+	f->pol[1].weights_floor = true;
+	f->pol[1].io_weight = range(10, 100);
+	f->in[1].knob[KNOB_IO_WEIGHT] = 100;
+	start(f);
+	assert_int_equal(window(f, 0.3, 1000, NULL), 2);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10 && f->in[1].knob[KNOB_IO_WEIGHT] == 10);
+	assert_string_equal(find(f, 1, KNOB_CPU_WEIGHT)->reason,
+			    "web p99 300us <= target 2ms (slack 0.85, 1 window above 0.20); cut batch "
+			    "cpu.weight 100 -> 10 (Weights=floor: a latency-critical service serves; a "
+			    "weight only orders wake-ups, so its floor costs nothing while there is room)");
+	/* Long slack: nothing to give back but what reactive cuts took. */
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(window(f, 0.3, 1000, NULL), 0);
+	/* A violation at the floor: the quota, at once (the floor held a window). */
+	assert_int_equal(window(f, 3.42, 1000, NULL), 1);
+	assert_non_null(find(f, 1, KNOB_CPU_QUOTA));
+	/* Slack again: the quota comes back, the weights stay. */
+	for (int i = 0; i < 30; i++)
+		window(f, 0.3, 1000, NULL);
+	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10 && f->in[1].knob[KNOB_IO_WEIGHT] == 10);
+	/* Too few requests: no verdict. Home after 3 windows, not before. */
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(window(f, 0.3, 10, NULL), 0);
+	assert_int_equal(window(f, 0.3, 10, NULL), 2);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100 && f->in[1].knob[KNOB_IO_WEIGHT] == 100);
+	assert_string_equal(find(f, 1, KNOB_CPU_WEIGHT)->reason,
+			    "give back batch cpu.weight 10 -> 100 (Weights=floor: no latency-critical "
+			    "service has served for 3 windows; back home)");
+	/* Serving again: the floor again. */
+	assert_int_equal(window(f, 0.3, 1000, NULL), 2);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
+}
+
+/* An idle best-effort service's quota is left alone: it would throttle nothing. */
+static void test_idle_quota_left_alone(void **state)
+{
+	struct fx *f = *state;
+
+	f->pol[1].cpu_weight.set = false; /* quota at once */
+	f->in[1].cpu_usage = 0;
+	start(f);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(window(f, 5, 1000, NULL), 0);
+	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
+	f->in[1].cpu_usage = 0.8;
+	assert_int_equal(window(f, 5, 1000, NULL), 1);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.4, 1e-9);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1111,6 +1184,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slice_unavailable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slice_given_back_last, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_give_back_that_hurt_backs_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_weights_floor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_quota_left_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_sequences_keep_the_rules, setup, teardown),
 	};
 
