@@ -7,7 +7,9 @@ tests check what a user would notice: the service's p99 comes back under
 its target soon after the hog starts, the hog keeps a share of the CPU,
 dry-run decides the same and writes nothing, and every knob is back to its
 original value after SIGTERM, and after kill -9 + `tailwarden restore`.
-The slice tests check Slice=: nginx's threads get the policy's EEVDF
+weights_floor checks Weights=floor: the hog's weight is at its floor before
+the hog starts, p99 stays under target from the hog's first second, and the
+weight goes home once nginx stops serving. The slice tests check Slice=: nginx's threads get the policy's EEVDF
 slice (read from /proc/TID/sched), a thread started later too, and every
 thread has its own slice back after SIGTERM and after kill -9 + restore.
 
@@ -100,7 +102,7 @@ class Rig:
             self.hog.wait(5)
             self.hog = None
 
-    def write_policies(self, target_us, dry_run=False, web_extra=""):
+    def write_policies(self, target_us, dry_run=False, web_extra="", batch_extra=""):
         pol = os.path.join(self.dir, "policies")
         os.makedirs(pol, exist_ok=True)
         with open(os.path.join(pol, "web.policy"), "w") as f:
@@ -109,7 +111,7 @@ class Rig:
                     % (self.web.rel, target_us, WINDOW, web_extra))
         with open(os.path.join(pol, "batch.policy"), "w") as f:
             f.write("[Service]\nCgroup=%s\nClass=best-effort\n"
-                    "[Limits]\nCPUWeight=1..100\nCPUQuota=5%%..max\n" % self.batch.rel)
+                    "[Limits]\nCPUWeight=1..100\nCPUQuota=5%%..max\n%s" % (self.batch.rel, batch_extra))
         self.state = os.path.join(self.dir, "state")
         self.decisions = os.path.join(self.dir, "decisions.jsonl")
         if os.path.exists(self.decisions):
@@ -259,6 +261,75 @@ def test_closed_loop():
                 % (rig.rate, rig.hogs, alone, hog, target, recovered, end - recovered,
                    pct99([lat for t, lat in reqs if t >= recovered]), len(over),
                    100 * hog_share, len(ds), tried))
+
+
+def wait_shares(files, want, seconds):
+    """cpu.shares once it reads want, or what it read at the deadline."""
+    deadline = time.monotonic() + seconds
+    while True:
+        v = readf(files["cpu.shares"])
+        if v == want or time.monotonic() > deadline:
+            return v
+        time.sleep(0.1)
+
+
+def test_weights_floor():
+    """Weights=floor: the hog's weight is at its floor before the hog starts, so the
+    seconds in which it starts stay under target; it keeps CPU; its weight goes home
+    once nginx stops serving, and everything is back after SIGTERM."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="floor") as sess:
+        rig = Rig(sess)
+        alone, hog, target, tried = calibrate(rig)
+        files = knob_files(rig.batch)
+        orig = snapshot(files)
+        tw_proc = rig.run(rig.write_policies(target, batch_extra="Weights=floor\n"))
+        dump = os.path.join(rig.dir, "loadgen.dump")
+        lg = sess.loadgen("http", rig.nginx.port, rig.rate, LEAD_S + CONTROL_S, cpu=CLIENT_CPU,
+                          extra=["--dump", dump], background=True)
+        # weight 1 on the v2 scale is cpu.shares 10 on v1
+        lead = wait_shares(files, "10", LEAD_S + 2)
+        t_hog = time.time()
+        rig.start_hog()
+        t0 = time.monotonic()
+        u0 = cpu_usage_ns(rig.batch)
+        r = lg.result(timeout=LEAD_S + CONTROL_S + 30)
+        hog_share = (cpu_usage_ns(rig.batch) - u0) / 1e9 / (time.monotonic() - t0)
+        t_idle = time.monotonic()
+        home = wait_shares(files, orig["cpu.shares"], 10)
+        home_s = time.monotonic() - t_idle
+        rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
+        after = snapshot(files)
+        rig.stop_hog()
+        check(r["errors"] == 0 and r["completed"] > 0, "loadgen errors: %s" % r)
+        reqs = [(t, lat) for t, lat in read_dump(dump, r["start_unix"], t_hog) if t >= 0]
+        end = max(t for t, _ in reqs)
+        per_s = [(s, pct99([lat for t, lat in reqs if s <= t < s + 1])) for s in range(int(end))]
+        info("p99 per second after the hog started: %s"
+             % ", ".join("%ds %.0fus" % (s, p) for s, p in per_s if p is not None))
+        for d in rig.decisions_list():
+            info("decision at %+.1fs: %s %s -> %s: %s" % (d["ts"] - t_hog, d["knob"], d["old"],
+                                                         d["new"], d["reason"]))
+        first2 = pct99([lat for t, lat in reqs if t < 2])
+        whole = pct99([lat for t, lat in reqs])
+        over = [s for s, p in per_s if p is not None and p > target]
+        check(rc_ok(tw_proc), "tailwarden run exited %s after SIGTERM" % tw_proc.returncode)
+        check(lead == "10", "batch's cpu.shares %s before the hog started, expected 10 (its floor)"
+              % lead)
+        check(first2 is not None and first2 <= target,
+              "p99 of the 2 s after the hog started %.0f us > target %d us (per second %s)"
+              % (first2 or -1, target, per_s))
+        check(whole <= target, "p99 of the %.0f s after the hog started %.0f us > target %d us"
+              % (end, whole, target))
+        check(hog_share >= 0.25, "the hog got only %.0f%% of a CPU" % (100 * hog_share))
+        check(home == orig["cpu.shares"], "cpu.shares %s 10 s after nginx went idle, expected "
+              "%s back" % (home, orig["cpu.shares"]))
+        check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
+        return ("%d req/s, %d hogs: p99 alone %.0f us, with hog %.0f us, target %d us; floor "
+                "before the hog; p99 of the first 2 s with the hog %.0f us, of all %.0f s %.0f us "
+                "(%d seconds over); hog kept %.0f%% of CPU 0; weight home %.1f s after nginx went "
+                "idle; restored [calibration: %s]"
+                % (rig.rate, rig.hogs, alone, hog, target, first2, end, whole, len(over),
+                   100 * hog_share, home_s, tried))
 
 
 def rc_ok(p):
@@ -602,6 +673,7 @@ def test_fresh_host():
 
 TESTS = [
     ("closed_loop", test_closed_loop),
+    ("weights_floor", test_weights_floor),
     ("dry_run", test_dry_run),
     ("crash_restore", test_crash_restore),
     ("bad_policy", test_bad_policy),
@@ -618,7 +690,7 @@ def main(argv):
             return "%s not built (run make)" % tw.TAILWARDEN
         return None
 
-    return tw.main(__doc__, TESTS, argv, "BPF, cgroups", retry=('closed_loop',), prepare=prepare)
+    return tw.main(__doc__, TESTS, argv, "BPF, cgroups", retry=('closed_loop', 'weights_floor'), prepare=prepare)
 
 
 if __name__ == "__main__":
