@@ -16,6 +16,11 @@ best-effort) starts. Arms:
   tailwarden  `tailwarden run` with the default policy (weight, then quota)
   slice       the same, with `Slice=0.1ms` in nginx's policy: its threads get
               a 0.1 ms EEVDF slice as the first rung, before the cuts
+  floor       the same as tailwarden, with `Weights=floor` in the best-effort
+              policies: their CPU and I/O weights sit at the floor while
+              nginx serves (work-conserving: it costs them nothing while
+              nginx leaves room), the quota still cut and given back on
+              violations
 
 Per arm: share of 1 s windows whose p99 (client: kernel receive time of
 each reply, requests grouped by when they were due) meets the objective;
@@ -45,8 +50,9 @@ from colo import fmt_us  # noqa: E402
 ARM_S = 60
 HOG_AT, STEP_AT, FIO_AT = 10, 30, 40
 EVENTS = (("hog starts", HOG_AT), ("load doubles", STEP_AT), ("fio starts", FIO_AT))
-ARMS = ("none", "static", "tailwarden", "slice")
+ARMS = ("none", "static", "tailwarden", "slice", "floor")
 SLICE = "0.1ms"
+TW_ARMS = ("tailwarden", "slice", "floor")
 PERIOD_S = 0.5
 
 
@@ -67,8 +73,9 @@ def run_arm(rig, arm, static, say, keep=None):
     orig = None
     if arm == "static":
         orig = rig.set_static(*static)
-    elif arm in ("tailwarden", "slice"):
-        rig.write_config(tag="arm", web_limits="Slice=%s" % SLICE if arm == "slice" else "")
+    elif arm in TW_ARMS:
+        rig.write_config(tag="arm", web_limits="Slice=%s" % SLICE if arm == "slice" else "",
+                         be_extra="Weights=floor" if arm == "floor" else "")
         rig.start_tailwarden()
     slices = {}
     d1 = os.path.join(rig.dir, "lg1.dump")
@@ -91,7 +98,7 @@ def run_arm(rig, arm, static, say, keep=None):
         r2 = lg2.result(timeout=ARM_S + 30)
         bogo = rig.hog_bogo_ops(timeout=30)
         mbps = rig.fio_mbps(timeout=60)
-        tw_arm = arm in ("tailwarden", "slice")
+        tw_arm = arm in TW_ARMS
         decisions = rig.decisions_list() if tw_arm else []
         if keep and tw_arm:
             for src, suffix in ((rig.decisions, "decisions.jsonl"), (rig.runlog, "run.log")):
@@ -100,7 +107,7 @@ def run_arm(rig, arm, static, say, keep=None):
     finally:
         rig.stop_hog()
         rig.stop_fio()
-        if arm in ("tailwarden", "slice"):
+        if arm in TW_ARMS:
             rig.stop_tailwarden()
         if orig:
             rig.restore_files(orig)
@@ -145,6 +152,30 @@ def table(rows, header):
     return lines
 
 
+def targets(results, bogo_alone, mbps_alone):
+    """The issue's targets, per tailwarden arm: >= 99% of windows met, and
+    best-effort throughput (stress-ng and fio, medians) above the static arm's."""
+    def med(arm, key, alone):
+        v = [(r[key] or 0) / (alone or 1) for r in results if r["arm"] == arm]
+        return statistics.median(v) if v else None
+    out = []
+    st = (med("static", "bogo", bogo_alone), med("static", "mbps", mbps_alone))
+    for arm in TW_ARMS:
+        rs = [r for r in results if r["arm"] == arm]
+        if not rs:
+            continue
+        share = sum(r["met"] for r in rs) / max(1, sum(r["windows"] for r in rs))
+        be = (med(arm, "bogo", bogo_alone), med(arm, "mbps", mbps_alone))
+        more = None not in st and be[0] > st[0] and be[1] > st[1]
+        out.append("target for %-10s >= 99%% of windows: %.1f%% %s; best-effort above static "
+                   "(stress-ng %.0f%% vs %s, fio %.0f%% vs %s): %s"
+                   % (arm, 100 * share, "met" if share >= 0.99 else "MISSED", 100 * be[0],
+                      "-" if st[0] is None else "%.0f%%" % (100 * st[0]), 100 * be[1],
+                      "-" if st[1] is None else "%.0f%%" % (100 * st[1]),
+                      "met" if more else "MISSED" if None not in st else "no static arm"))
+    return out
+
+
 def rec(v):
     return "never" if v is None else "%d s (%d periods)" % (v, v / PERIOD_S)
 
@@ -172,7 +203,8 @@ def plot(out, results, target):
               "plot '%s' using 1:2 with linespoints pt 7 ps 0.4 title 'none', '' using 1:3 with "
               "linespoints pt 7 ps 0.4 title 'static', '' using 1:4 with linespoints pt 7 ps 0.4 "
               "title 'tailwarden', '' using 1:5 with linespoints pt 7 ps 0.4 title 'tailwarden + "
-              "slice', %d with lines lw 2 dt 1 title 'objective'\n"
+              "slice', '' using 1:6 with linespoints pt 7 ps 0.4 title 'tailwarden, "
+              "Weights=floor', %d with lines lw 2 dt 1 title 'objective'\n"
               % (out, shade, labels, data, target))
     r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
     return r.returncode == 0
@@ -245,6 +277,10 @@ def main():
                                                                fmt_us(rig.target), args.reps, ARM_S))
     for line in lines:
         say(line)
+    verdicts = targets(results, bogo_alone, mbps_alone)
+    for line in verdicts:
+        say(line)
+    lines += [""] + verdicts
     plotted = plot(args.out, results, rig.target)
     with open(os.path.join(args.out, "colocation.md"), "w") as f:
         f.write("# Co-location benchmark\n\n```\n%s\n```\n\n%s\n" % (

@@ -228,7 +228,9 @@ class Rig:
 
     # -- tailwarden --------------------------------------------------------------
     def write_config(self, tag="tw", target=None, dry_run=False, extra="", web_limits="",
-                     scan_limits="CPUWeight=1..100\nCPUQuota=5%..max\nIOWeight=10..100"):
+                     scan_limits="CPUWeight=1..100\nCPUQuota=5%..max\nIOWeight=10..100",
+                     be_extra=""):
+        """be_extra: more [Limits] lines for both best-effort policies (Weights=floor)."""
         d = os.path.join(self.dir, tag)
         pol = os.path.join(d, "policies")
         os.makedirs(pol, exist_ok=True)
@@ -238,9 +240,9 @@ class Rig:
                           % (self.web.rel, target or self.target,
                              "[Limits]\n%s\n" % web_limits if web_limits else ""),
             "batch.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n"
-                            "CPUWeight=1..100\nCPUQuota=5%%..max\n" % self.batch.rel,
-            "scan.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n%s\n"
-                           % (self.scan.rel, scan_limits),
+                            "CPUWeight=1..100\nCPUQuota=5%%..max\n%s\n" % (self.batch.rel, be_extra),
+            "scan.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n%s\n%s\n"
+                           % (self.scan.rel, scan_limits, be_extra),
         }
         for name, text in files.items():
             with open(os.path.join(pol, name), "w") as f:
