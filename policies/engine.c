@@ -546,6 +546,10 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 	}
 }
 
+/* The knobs Weights=floor holds: the work-conserving ones. */
+static const enum knob_kind floor_knobs[] = { KNOB_CPU_WEIGHT, KNOB_IO_WEIGHT };
+#define N_FLOOR_KNOBS (sizeof(floor_knobs) / sizeof(*floor_knobs))
+
 /* Is k one of a Weights=floor service's weights, held while LC services serve? */
 static bool held(const struct engine *e, size_t b, enum knob_kind k)
 {
@@ -563,15 +567,14 @@ static bool held(const struct engine *e, size_t b, enum knob_kind k)
  */
 static void hold_floor(struct tick *t, size_t b, size_t driver)
 {
-	static const enum knob_kind ks[] = { KNOB_CPU_WEIGHT, KNOB_IO_WEIGHT };
+	for (size_t j = 0; j < N_FLOOR_KNOBS; j++) {
+		enum knob_kind k = floor_knobs[j];
+		const struct policy_range *r = range_of(&t->e->set->v[b], k);
+		struct knob_mem *m = &t->e->s[b].k[k];
 
-	for (size_t j = 0; j < sizeof(ks) / sizeof(*ks); j++) {
-		const struct policy_range *r = range_of(&t->e->set->v[b], ks[j]);
-		struct knob_mem *m = &t->e->s[b].k[ks[j]];
-
-		if (!movable(t->e, b, ks[j]) || !(m->now > r->lo) || !cooled(m, DIR_PROTECT, t->now))
+		if (!movable(t->e, b, k) || !(m->now > r->lo) || !cooled(m, DIR_PROTECT, t->now))
 			continue;
-		change(t, b, ks[j], r->lo, DIR_PROTECT, driver, false, "%s",
+		change(t, b, k, r->lo, DIR_PROTECT, driver, false, "%s",
 		       "Weights=floor: a latency-critical service serves; a weight only orders wake-ups, so its floor costs nothing while there is room");
 	}
 }
@@ -582,16 +585,16 @@ static void hold_floor(struct tick *t, size_t b, size_t driver)
  */
 static void release_floor(struct tick *t, size_t b)
 {
-	static const enum knob_kind ks[] = { KNOB_CPU_WEIGHT, KNOB_IO_WEIGHT };
+	for (size_t j = 0; j < N_FLOOR_KNOBS; j++) {
+		enum knob_kind k = floor_knobs[j];
+		struct knob_mem *m = &t->e->s[b].k[k];
 
-	for (size_t j = 0; j < sizeof(ks) / sizeof(*ks); j++) {
-		struct knob_mem *m = &t->e->s[b].k[ks[j]];
-
-		if (!movable(t->e, b, ks[j]) || !m->touched || !(m->now < m->home) ||
+		if (!movable(t->e, b, k) || !m->touched || !(m->now < m->home) ||
 		    !cooled(m, DIR_RELAX, t->now))
 			continue;
-		change(t, b, ks[j], m->home, DIR_RELAX, b, false, "%s",
-		       "Weights=floor: no latency-critical service has served for 3 windows; back home");
+		change(t, b, k, m->home, DIR_RELAX, b, false,
+		       "Weights=floor: no latency-critical service has served for %u windows; back home",
+		       VERDICT_WINDOWS);
 	}
 }
 
@@ -922,8 +925,8 @@ static void own_knobs(struct tick *t, size_t i)
 	}
 }
 
-/* The worst LC service with a verdict this tick (the tightest slack). */
-static size_t first_fresh(const struct engine *e)
+/* The LC service with a verdict this tick and the tightest slack. */
+static size_t tightest_fresh(const struct engine *e)
 {
 	size_t w = 0;
 	bool found = false;
@@ -971,7 +974,7 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 		if (set->v[b].klass != POLICY_BEST_EFFORT)
 			continue;
 		if (set->v[b].weights_floor)
-			hold_floor(&t, b, first_fresh(e));
+			hold_floor(&t, b, tightest_fresh(e));
 		if (violation) {
 			cut_neighbour(&t, b);
 		} else if (relax >= 0) {
