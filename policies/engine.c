@@ -32,7 +32,7 @@
  * work-conserving. So a CPU violation halves the BE's cpu.weight down to
  * its floor, and only when a whole window at the floor is still a
  * violation (or the weight cannot be used) halves its cpu.max; never the
- * cpu.max of a BE service that used under BE_BUSY of a CPU (a quota
+ * cpu.max of an idle BE service, under BE_IDLE of a CPU (a quota
  * throttles only what runs). The
  * diagnosis routes the cut:
  *
@@ -88,6 +88,7 @@
 #define GIVE_FRACTION 0.1   /* a quota give-back at most +10% of the knob's span */
 #define GIVE_WEIGHT 1.25    /* a weight give-back at most +25% of its value */
 #define BE_BUSY 0.05        /* CPUs a BE service must use to count as taking CPU */
+#define BE_IDLE 0.005       /* CPUs under which a BE service is idle: no quota cut */
 /*
  * Cooldowns, in windows of the LC service whose verdict drove the change,
  * counted in time with a quarter window of tolerance: timers are late by
@@ -715,7 +716,7 @@ static void cut_neighbour(struct tick *t, size_t b)
 	 * A quota throttles only what runs: on a service that used no CPU
 	 * lately it changes nothing now, and would cost it later.
 	 */
-	if (movable(e, b, KNOB_CPU_QUOTA) && !(e->s[b].usage < BE_BUSY)) {
+	if (movable(e, b, KNOB_CPU_QUOTA) && !(e->s[b].usage < BE_IDLE)) {
 		if (mem >= 0)
 			cut(t, b, KNOB_CPU_QUOTA, mem, "weight cannot reach memory interference; ");
 		else if (cpu >= 0 && weight_spent(e, b, t->now))

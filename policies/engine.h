@@ -57,8 +57,8 @@ void engine_free(struct engine *e);
  *    go straight to their floor once any LC service has a verdict, are
  *    not given back while one has, and go home in one step when none has
  *    had one for 3 windows; its quota follows the rules above;
- *  - a BE service using under 5% of a CPU (cpu_usage known) is never
- *    quota-cut: a quota throttles only what runs;
+ *  - an idle BE service, using under 0.5% of a CPU (cpu_usage known), is
+ *    never quota-cut: a quota throttles only what runs;
  *  - a knob reported by engine_knob_overridden() is left alone until this
  *    engine is freed (the controller's restart, or a reload).
  * Give-back returns what was taken and no more: a best-effort knob climbs

@@ -1141,7 +1141,7 @@ static void test_weights_floor(void **state)
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
 }
 
-/* An idle best-effort service's quota is left alone: it would throttle nothing. */
+/* An idle best-effort service's quota (under 0.5% of a CPU used) is left alone. */
 static void test_idle_quota_left_alone(void **state)
 {
 	struct fx *f = *state;
@@ -1152,9 +1152,10 @@ static void test_idle_quota_left_alone(void **state)
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(window(f, 5, 1000, NULL), 0);
 	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
-	f->in[1].cpu_usage = 0.8;
+	/* Idle means under 0.5% of a CPU: at 1% it is cut (to its floor, 10%). */
+	f->in[1].cpu_usage = 0.01;
 	assert_int_equal(window(f, 5, 1000, NULL), 1);
-	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.4, 1e-9);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.1, 1e-9);
 }
 
 int main(void)
