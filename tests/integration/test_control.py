@@ -134,6 +134,23 @@ class Rig:
             time.sleep(0.1)
         return p
 
+    def hog_phase(self, lead):
+        """Open-loop load for LEAD_S + CONTROL_S with every request dumped; lead()
+        runs first (a quiet lead; its value is returned), then the hog starts.
+        Returns (loadgen result, the hog's share of a CPU, time.time() at the hog's
+        start, lead's value, the dump's path)."""
+        dump = os.path.join(self.dir, "loadgen.dump")
+        lg = self.sess.loadgen("http", self.nginx.port, self.rate, LEAD_S + CONTROL_S,
+                               cpu=CLIENT_CPU, extra=["--dump", dump], background=True)
+        led = lead()
+        t_hog = time.time()
+        self.start_hog()
+        t0 = time.monotonic()
+        u0 = cpu_usage_ns(self.batch)
+        r = lg.result(timeout=LEAD_S + CONTROL_S + 30)
+        share = (cpu_usage_ns(self.batch) - u0) / 1e9 / (time.monotonic() - t0)
+        return r, share, t_hog, led, dump
+
     def log_text(self):
         self.log.flush()
         with open(self.log.name) as f:
@@ -194,6 +211,18 @@ def pct99(lats):
     return v[max(0, -(-len(v) * 99 // 100) - 1)]
 
 
+def after_hog(r, dump, t_hog):
+    """The requests due after the hog started (seconds after it, latency us), the
+    last one's time, and the p99 of each whole second after it; fails on client errors."""
+    check(r["errors"] == 0 and r["completed"] > 0, "loadgen errors: %s" % r)
+    reqs = [(t, lat) for t, lat in read_dump(dump, r["start_unix"], t_hog) if t >= 0]
+    end = max(t for t, _ in reqs)
+    per_s = [(s, pct99([lat for t, lat in reqs if s <= t < s + 1])) for s in range(int(end))]
+    info("p99 per second after the hog started: %s"
+         % ", ".join("%ds %.0fus" % (s, p) for s, p in per_s if p is not None))
+    return reqs, end, per_s
+
+
 def test_closed_loop():
     """p99 back under target within a few periods of the hog starting; the hog keeps CPU.
 
@@ -210,27 +239,13 @@ def test_closed_loop():
         files = knob_files(rig.batch)
         orig = snapshot(files)
         tw_proc = rig.run(rig.write_policies(target))
-        dump = os.path.join(rig.dir, "loadgen.dump")
-        lg = sess.loadgen("http", rig.nginx.port, rig.rate, LEAD_S + CONTROL_S, cpu=CLIENT_CPU,
-                          extra=["--dump", dump], background=True)
-        time.sleep(LEAD_S)              # a quiet lead: the engine has a verdict
-        t_hog = time.time()
-        rig.start_hog()
-        t0 = time.monotonic()
-        u0 = cpu_usage_ns(rig.batch)
-        r = lg.result(timeout=LEAD_S + CONTROL_S + 30)
-        hog_share = (cpu_usage_ns(rig.batch) - u0) / 1e9 / (time.monotonic() - t0)
+        # a quiet lead: the engine has a verdict
+        r, hog_share, t_hog, _, dump = rig.hog_phase(lambda: time.sleep(LEAD_S))
         during = snapshot(files)
         rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
         after = snapshot(files)
         rig.stop_hog()
-        check(r["errors"] == 0 and r["completed"] > 0, "loadgen errors: %s" % r)
-        reqs = [(t, lat) for t, lat in read_dump(dump, r["start_unix"], t_hog) if t >= 0]
-        end = max(t for t, _ in reqs)
-        per_s = [(s, pct99([lat for t, lat in reqs if s <= t < s + 1]))
-                 for s in range(int(end))]
-        info("p99 per second after the hog started: %s"
-             % ", ".join("%ds %.0fus" % (s, p) for s, p in per_s if p is not None))
+        reqs, end, per_s = after_hog(r, dump, t_hog)
         # Recovered at second s: s itself is under target, and so is the p99
         # of everything due from s on.
         recovered, rest = None, None
@@ -283,29 +298,15 @@ def test_weights_floor():
         files = knob_files(rig.batch)
         orig = snapshot(files)
         tw_proc = rig.run(rig.write_policies(target, batch_extra="Weights=floor\n"))
-        dump = os.path.join(rig.dir, "loadgen.dump")
-        lg = sess.loadgen("http", rig.nginx.port, rig.rate, LEAD_S + CONTROL_S, cpu=CLIENT_CPU,
-                          extra=["--dump", dump], background=True)
         # weight 1 on the v2 scale is cpu.shares 10 on v1
-        lead = wait_shares(files, "10", LEAD_S + 2)
-        t_hog = time.time()
-        rig.start_hog()
-        t0 = time.monotonic()
-        u0 = cpu_usage_ns(rig.batch)
-        r = lg.result(timeout=LEAD_S + CONTROL_S + 30)
-        hog_share = (cpu_usage_ns(rig.batch) - u0) / 1e9 / (time.monotonic() - t0)
+        r, hog_share, t_hog, lead, dump = rig.hog_phase(lambda: wait_shares(files, "10", LEAD_S + 2))
         t_idle = time.monotonic()
         home = wait_shares(files, orig["cpu.shares"], 10)
         home_s = time.monotonic() - t_idle
         rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
         after = snapshot(files)
         rig.stop_hog()
-        check(r["errors"] == 0 and r["completed"] > 0, "loadgen errors: %s" % r)
-        reqs = [(t, lat) for t, lat in read_dump(dump, r["start_unix"], t_hog) if t >= 0]
-        end = max(t for t, _ in reqs)
-        per_s = [(s, pct99([lat for t, lat in reqs if s <= t < s + 1])) for s in range(int(end))]
-        info("p99 per second after the hog started: %s"
-             % ", ".join("%ds %.0fus" % (s, p) for s, p in per_s if p is not None))
+        reqs, end, per_s = after_hog(r, dump, t_hog)
         for d in rig.decisions_list():
             info("decision at %+.1fs: %s %s -> %s: %s" % (d["ts"] - t_hog, d["knob"], d["old"],
                                                          d["new"], d["reason"]))
