@@ -387,13 +387,33 @@ def test_cpu_interference():
         return note
 
 
+# The load step's ladder (req/s, from 120). The server's 2 ms of work spins
+# on the wall clock in 8 threads, so concurrent requests share the CPU and
+# its latency rises only once the CPU itself is short: on a quiet host
+# 400 req/s left p99 where it was at 120 (2.3 -> 2.2 ms, the test's old
+# fixed step, which then failed), 450 doubled it in one run of two, and
+# the server tops out near 480 req/s; on a noisy host 400 was enough. The
+# first step that doubles the client's p99 is taken.
+LOAD_STEPS = (400, 450, 500, 600, 800)
+
+
+def step_to(ph, base_load, sess, port, rate):
+    """A rung of the load ladder: the phase's load at rate until stop()."""
+    def start():
+        ph.load = http_load(sess, port, rate)
+        return lambda: setattr(ph, "load", base_load)
+    return start
+
+
 def test_load():
     with tw.Session(HIERARCHIES, tag="load") as sess:
         svc = sess.cgroup("svc")
         srv = sess.pyserver("threadpool_http.py", svc, cpu=SERVER_CPU)
-        ph = Phases(sess, svc, http_load(sess, srv.port, 120))
+        base_load = http_load(sess, srv.port, 120)
+        ph = Phases(sess, svc, base_load)
         ph.baseline()
-        ph.load = http_load(sess, srv.port, 400)     # open loop: 120 -> 400 req/s
+        ph.escalate([("%d req/s" % r, step_to(ph, base_load, sess, srv.port, r))
+                     for r in LOAD_STEPS])
         ph.perturbed()
         base, pert = ph.rows()
 
