@@ -554,7 +554,12 @@ static const enum knob_kind floor_knobs[] = { KNOB_CPU_WEIGHT, KNOB_IO_WEIGHT };
 /* Is k one of a Weights=floor service's weights, held while LC services serve? */
 static bool held(const struct engine *e, size_t b, enum knob_kind k)
 {
-	return e->set->v[b].weights_floor && (k == KNOB_CPU_WEIGHT || k == KNOB_IO_WEIGHT);
+	if (!e->set->v[b].weights_floor)
+		return false;
+	for (size_t j = 0; j < N_FLOOR_KNOBS; j++)
+		if (floor_knobs[j] == k)
+			return true;
+	return false;
 }
 
 /*
@@ -947,6 +952,7 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 	struct tick t = { .e = e, .now = now_ns, .acts = acts, .max = max };
 	bool any = false, violation;
 	uint64_t window = 0;
+	size_t tightest;
 	int relax;
 
 	/* Every service's usage is known before any verdict routes a cut. */
@@ -970,12 +976,13 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 		if (set->v[i].klass == POLICY_LATENCY_CRITICAL)
 			own_knobs(&t, i);
 	violation = worst_violation(e, ~0u) >= 0;
+	tightest = tightest_fresh(e);
 	relax = violation ? -1 : all_slack(e, &window);
 	for (size_t b = 0; b < set->n; b++) {
 		if (set->v[b].klass != POLICY_BEST_EFFORT)
 			continue;
 		if (set->v[b].weights_floor)
-			hold_floor(&t, b, tightest_fresh(e));
+			hold_floor(&t, b, tightest);
 		if (violation) {
 			cut_neighbour(&t, b);
 		} else if (relax >= 0) {
