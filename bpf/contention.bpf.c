@@ -19,9 +19,13 @@
  * the same tag).
  *
  * The context switch is the hot path (up to a million per second per CPU):
- * there, run-queue delay comes from the kernel's own accounting and futex
- * waits from the sleeper's saved registers, so that neither needs a
- * wake-up hook, a syscall hook or, for most switches, per-task state.
+ * even an empty program there costs 3-4% of `perf bench sched pipe` on our
+ * test VMs, so no default signal hooks it. Run-queue delay is read from the
+ * kernel's own per-task accounting by a task iterator that user space runs
+ * once per tick (and at each task's exit); only futex waits, opt-in, and
+ * kernels without that accounting use the switch, and there futex waits
+ * come from the sleeper's saved registers, so that they need no syscall
+ * hook and, for most switches, no per-task state.
  *
  * A cgroup is the cgroup2 id of the task the event belongs to, which is
  * not always the current task: in sched_switch the current task is prev,
@@ -51,7 +55,8 @@ const volatile __u64 max_wait_ns = 60000000000ULL;
  */
 const volatile __u64 futex_idle_ns = 1000000000ULL;
 /* Which parts of the shared sched_switch and sys_exit programs run. */
-const volatile bool runq_on = false;
+/* Run-queue waits stamped at wake-up and switch (kernels without sched_info). */
+const volatile bool runq_stamps = false;
 const volatile bool vfs_on = false;
 /* Futex waits seen at the switch (bpf_task_pt_regs, 5.15+), or else ... */
 const volatile bool futex_switch = false;
@@ -59,19 +64,29 @@ const volatile bool futex_switch = false;
 const volatile bool futex_syscalls = false;
 
 /*
- * Run-queue delay from the kernel's own per-task accounting (sched_info,
- * what /proc/<pid>/schedstat shows): no wake-up hooks, no clock reads, no
- * per-task state. Without CONFIG_SCHED_INFO, user space clears this and
- * the wake-up and switch hooks stamp waits themselves.
+ * The kernel keeps per-task run-queue accounting (sched_info, what
+ * /proc/<pid>/schedstat shows). Without CONFIG_SCHED_INFO, user space
+ * clears this and sets runq_stamps instead.
  */
 const volatile bool runq_sched_info = true;
 
-/* Per-thread stamps; 0 = not waiting. */
+/*
+ * Set by user space before each run of the task iterator: when the
+ * previous run started (CLOCK_MONOTONIC ns, as task->start_time). A task
+ * the iterator meets for the first time that started before then was
+ * already there, so its earlier waits are not this window's.
+ */
+__u64 runq_since = 0;
+
+/* Per-thread state; stamps are 0 = not waiting. */
 struct ct_task {
 	__u64 runq;       /* stamp mode only: woken or preempted at */
 	__u64 futex_ts;   /* asleep in a futex wait since */
 	__u64 lock_ts;    /* inside contention_begin .. contention_end */
 	__u64 reclaim_ts; /* inside memcg or direct reclaim */
+	__u64 rq_delay;   /* iterator: sched_info.run_delay already charged */
+	__u64 rq_turns;   /* iterator: sched_info.pcount already charged */
+	__u64 rq_known;   /* iterator: the two above are set */
 };
 
 struct {
@@ -238,19 +253,75 @@ static __always_inline void runq_charge(struct task_struct *t, __u64 d)
 }
 
 /*
- * sched_info mode. The kernel keeps, per task, run_delay (total time
- * spent runnable on a run queue, waiting: what /proc/<pid>/schedstat
- * shows) and last_queued (rq clock when the current wait began, 0 when
- * not waiting). sched_switch fires before the switch folds the current
- * wait into run_delay, so the wait that ends here is rq clock -
- * last_queued: same clock, same enqueue points as schedstat, and no
- * per-task state, which the context switch cannot afford (a task-storage
- * lookup there costs ~10 ns, a fifth of the whole hook). What this misses:
- * when the load balancer moves a waiting task to another CPU, the kernel
- * folds the wait so far into run_delay and restarts last_queued on the new
- * CPU, so only the part after the move is seen (~1-2% of the total in a
- * 5-hogs-on-2-CPUs test; none when tasks are pinned).
- * Returns the wait that ends now, in ns (0: none).
+ * Iterator mode (the default). The kernel keeps, per task, run_delay
+ * (total time spent runnable on a run queue, waiting) and pcount (turns
+ * on a CPU). Once per tick user space runs ct_runq_iter over every task;
+ * what each task's counters grew since the last visit is charged to the
+ * cgroup it is in now: the total to runq_ns, and the turns to the
+ * histogram bucket of their mean wait. So the histogram is of each
+ * thread's mean wait per turn in the window, weighted by its turns, not of
+ * single waits, which only a hook on every switch could see. A task that
+ * exits between two runs is charged at its exit (ct_runq_exit); a task
+ * that moved cgroups is charged to the new one for the whole window.
+ */
+static __always_inline void runq_visit(struct task_struct *t, struct ct_task *s)
+{
+	__u64 delay = t->sched_info.run_delay, turns = t->sched_info.pcount;
+	__u64 d, n, cgid;
+	struct ct_cg_runq *r;
+	__u32 b;
+
+	if (s && s->rq_known) {
+		d = delay - s->rq_delay;
+		n = turns - s->rq_turns;
+	} else if (t->start_time >= runq_since) {
+		d = delay; /* new since the last run: all of its life is ours */
+		n = turns;
+	} else {
+		d = n = 0; /* there before we looked: its past is not ours */
+	}
+	if (s) {
+		s->rq_delay = delay;
+		s->rq_turns = turns;
+		s->rq_known = 1;
+	}
+	if (!d || d > (__u64)1 << 62)
+		return;
+	cgid = task_cgroup(t);
+	r = cg_entry_big(&ct_cg_runq, cgid, &ct_zero_runq, &ct_drops, CT_DROP_CGROUP_FULL);
+	if (!r)
+		return;
+	r->runq_ns += d;
+	b = hist_bucket_of(n ? d / n : d);
+	if (b < HIST_BUCKETS)
+		r->hist[b] += n ? n : 1;
+}
+
+SEC("iter/task")
+int ct_runq_iter(struct bpf_iter__task *ctx)
+{
+	struct task_struct *t = ctx->task;
+
+	if (t && t->pid)
+		runq_visit(t, stamps(t, true));
+	return 0;
+}
+
+/* The last of an exiting task's waits, which the next run would not see. */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(ct_runq_exit, struct task_struct *p)
+{
+	if (p->pid)
+		runq_visit(p, stamps(p, false));
+	return 0;
+}
+
+/*
+ * A futex wait's own run-queue part, from sched_info: last_queued is the
+ * rq clock when the current wait began (0 when not waiting), and
+ * sched_switch fires before the switch folds it into run_delay, so the
+ * wait that ends here is rq clock - last_queued. Returns it in ns (0:
+ * none).
  */
 static __always_inline __u64 runq_sched_info_wait(struct task_struct *next)
 {
@@ -385,8 +456,9 @@ static __always_inline void futex_block(struct task_struct *prev)
  * time off CPU less the run-queue wait after the wake-up (runq, when
  * measured), which is the scheduler's delay, not the lock's. Charged to
  * the waiter's cgroup. Every switch-in passes here, so the cheapest test
- * comes first: a thread we never stamped has no task-local storage at all
- * (bpf_storage is NULL, one load); then its registers; only a thread in a
+ * comes first: a thread with no task-local storage at all was never
+ * stamped (bpf_storage is NULL, one load; the run-queue iterator gives
+ * every thread some, though); then its registers; only a thread in a
  * futex call pays the storage lookup.
  */
 static __always_inline void futex_resume(struct task_struct *next, __u64 runq)
@@ -399,6 +471,8 @@ static __always_inline void futex_resume(struct task_struct *next, __u64 runq)
 	s = stamps(next, false);
 	if (!s || !s->futex_ts)
 		return;
+	if (runq_sched_info)
+		runq = runq_sched_info_wait(next);
 	start = s->futex_ts;
 	s->futex_ts = 0;
 	now = bpf_ktime_get_ns();
@@ -408,9 +482,10 @@ static __always_inline void futex_resume(struct task_struct *next, __u64 runq)
 
 /*
  * sched_switch runs with the run-queue lock held and interrupts off, on
- * the CPU that switches; current is prev. The run-queue wait that ends
- * here is next's, charged to next's cgroup (not current's, which is
- * prev's). The idle task (pid 0) neither waits nor is charged.
+ * the CPU that switches; current is prev. It loads only for futex waits
+ * (opt-in) and in stamp mode. The run-queue wait that ends here is next's,
+ * charged to next's cgroup (not current's, which is prev's). The idle task
+ * (pid 0) neither waits nor is charged.
  */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev,
@@ -423,7 +498,7 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev,
 	if (prev->pid) {
 		if (futex_switch && !runnable)
 			futex_block(prev);
-		if (runq_on && !runq_sched_info && runnable) {
+		if (runq_stamps && runnable) {
 			s = stamps(prev, true);
 			if (s)
 				s->runq = bpf_ktime_get_ns();
@@ -431,13 +506,9 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev,
 	}
 	if (!next->pid)
 		return 0;
-	if (runq_on) {
-		if (runq_sched_info) {
-			runq = runq_sched_info_wait(next);
-		} else {
-			s = stamps(next, false);
-			runq = s ? runq_stamp_wait(s) : 0;
-		}
+	if (runq_stamps) {
+		s = stamps(next, false);
+		runq = s ? runq_stamp_wait(s) : 0;
 		if (runq)
 			runq_charge(next, runq);
 	}

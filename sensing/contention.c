@@ -247,6 +247,8 @@ int contention_read(struct contention *c, struct contention_snapshot **out)
 		return -ENOMEM;
 	snap->seq = ++c->seq;
 	if (c->bpf.skel)
+		r = contention_runq_iter(&c->bpf);
+	if (c->bpf.skel && !r)
 		r = read_maps(c, snap);
 	if (r) {
 		contention_snapshot_free(snap);

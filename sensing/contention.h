@@ -16,10 +16,10 @@
 
 /* Signals that cost enough to be opt-in carry a flag here. */
 enum contention_signal {
-	CONT_SCHED = 1 << 0,   /* run-queue delay (sched_wakeup/sched_switch) */
+	CONT_SCHED = 1 << 0,   /* run-queue delay (task iterator once a tick, sched_process_exit) */
 	CONT_BLOCK = 1 << 1,   /* block I/O bytes and latency */
 	CONT_VFS = 1 << 2,     /* regular-file read/write bytes */
-	CONT_FUTEX = 1 << 3,   /* futex wait time */
+	CONT_FUTEX = 1 << 3,   /* futex wait time (sched_switch) */
 	CONT_LOCK = 1 << 4,    /* kernel lock contention */
 	CONT_MEMORY = 1 << 5,  /* memcg/direct reclaim time; page faults from
 				  cgroup2 memory.stat where it has them */
@@ -31,11 +31,13 @@ enum contention_signal {
 
 /*
  * Signals loaded unless asked otherwise: those within their overhead budget.
- * Opt-in: VFS hooks every syscall's exit (+26% on a getppid() loop),
- * TCP_RTT every received TCP segment (+4% CPU per request on nginx; budget
- * 1%), PAGE_FAULTS every user page fault (+13% on stress-ng --fault).
+ * Opt-in: FUTEX hooks every context switch (an empty program there alone
+ * costs 3-4% of perf bench sched pipe; budget 3%), VFS every syscall's exit
+ * (+26% on a getppid() loop), TCP_RTT every received TCP segment (+4% CPU
+ * per request on nginx; budget 1%), PAGE_FAULTS every user page fault
+ * (+13% on stress-ng --fault).
  */
-#define CONT_DEFAULT (CONT_ALL & ~(CONT_VFS | CONT_TCP_RTT | CONT_PAGE_FAULTS))
+#define CONT_DEFAULT (CONT_ALL & ~(CONT_FUTEX | CONT_VFS | CONT_TCP_RTT | CONT_PAGE_FAULTS))
 
 struct contention_opts {
 	unsigned signals;       /* enum contention_signal mask to load */

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -21,7 +23,7 @@
 
 /* What each signal needs, as found in the kernel's BTF. */
 struct features {
-	bool wakeup, wakeup_new, sw, sched_info;
+	bool wakeup, wakeup_new, sw, sched_info, iter_task, proc_exit;
 	bool io_start, rq_issue, rq_complete, bio_queue;
 	bool sys_enter, sys_exit, task_pt_regs;
 	bool lock_begin, lock_end;
@@ -37,6 +39,9 @@ static void probe_features(const struct btf *btf, struct features *f)
 	/* The kernel's own run-queue accounting, and a way to its clock. */
 	f->sched_info = bpf_util_has_member(btf, "task_struct", "sched_info") &&
 			bpf_util_has_member(btf, "cfs_rq", "rq");
+	/* Run-queue delay read once a tick by a task iterator (5.8+). */
+	f->iter_task = btf__find_by_name_kind(btf, "bpf_iter__task", BTF_KIND_STRUCT) > 0;
+	f->proc_exit = bpf_util_has_tracepoint(btf, "sched_process_exit");
 	f->io_start = bpf_util_has_tracepoint(btf, "block_io_start");
 	f->rq_issue = bpf_util_has_tracepoint(btf, "block_rq_issue");
 	f->bio_queue = bpf_util_has_tracepoint(btf, "block_bio_queue");
@@ -78,13 +83,22 @@ static void note(struct contention_loaded *c, const char *fmt, ...)
 #define SYSCALL_ABI_OK 0 /* the BPF side knows x86_64 syscall numbers only */
 #endif
 
+/*
+ * Run-queue delay from the kernel's per-task accounting, read by a task
+ * iterator once a tick and at each exit: nothing on the context switch.
+ */
+static bool runq_iter(const struct features *f)
+{
+	return f->sched_info && f->iter_task && f->proc_exit;
+}
+
 /* Of the signals asked for, those this kernel can run; note the others. */
 static unsigned feasible(struct contention_loaded *c, unsigned want, const struct features *f)
 {
 	unsigned ok = 0;
 
-	if ((want & CONT_SCHED) && !(f->sw && (f->sched_info || f->wakeup)))
-		note(c, "sched: kernel has no sched_switch/sched_wakeup BTF tracepoints");
+	if ((want & CONT_SCHED) && !runq_iter(f) && !(f->sw && f->wakeup))
+		note(c, "sched: kernel has neither sched_info with a task iterator nor sched_switch/sched_wakeup BTF tracepoints");
 	else if (want & CONT_SCHED)
 		ok |= CONT_SCHED;
 	if ((want & CONT_BLOCK) && !(f->rq_complete && (f->io_start || f->rq_issue)))
@@ -125,8 +139,8 @@ static unsigned feasible(struct contention_loaded *c, unsigned want, const struc
 	else if (want & CONT_TCP_RTT)
 		ok |= CONT_TCP_RTT;
 	/* Fallbacks that run, but cost more: worth a word in the log. */
-	if ((ok & CONT_SCHED) && !f->sched_info)
-		note(c, "sched: no sched_info accounting here, run-queue waits are stamped at wake-up (costlier)");
+	if ((ok & CONT_SCHED) && !runq_iter(f))
+		note(c, "sched: no sched_info accounting or task iterator here, run-queue waits are stamped at wake-up and switch (costlier)");
 	if ((ok & CONT_FUTEX) && !(f->sw && f->task_pt_regs))
 		note(c, "futex: no bpf_task_pt_regs (5.15+), waits come from sys_enter/sys_exit (costs every syscall)");
 	return ok;
@@ -137,8 +151,8 @@ static unsigned feasible(struct contention_loaded *c, unsigned want, const struc
 static int configure(struct contention_bpf *skel, unsigned m, const struct features *f,
 		     uint32_t max_cgroups)
 {
+	bool futex_switch, iter, stamps;
 	struct bpf_program *p;
-	bool futex_switch;
 	int r;
 
 	r = bpf_map__set_max_entries(skel->maps.ct_cg_counters, max_cgroups);
@@ -149,7 +163,9 @@ static int configure(struct contention_bpf *skel, unsigned m, const struct featu
 	if (r)
 		return r;
 	futex_switch = (m & CONT_FUTEX) && f->sw && f->task_pt_regs;
-	skel->rodata->runq_on = m & CONT_SCHED;
+	iter = (m & CONT_SCHED) && runq_iter(f);
+	stamps = (m & CONT_SCHED) && !iter;
+	skel->rodata->runq_stamps = stamps;
 	skel->rodata->vfs_on = m & CONT_VFS;
 	skel->rodata->futex_switch = futex_switch;
 	skel->rodata->futex_syscalls = (m & CONT_FUTEX) && !futex_switch;
@@ -157,10 +173,12 @@ static int configure(struct contention_bpf *skel, unsigned m, const struct featu
 	bpf_object__for_each_program(p, skel->obj)
 		bpf_program__set_autoload(p, false);
 #define ON(prog, cond) bpf_program__set_autoload(skel->progs.prog, (cond))
-	/* Without sched_info, the wake-ups stamp waits themselves. */
-	ON(ct_sched_wakeup, (m & CONT_SCHED) && !f->sched_info);
-	ON(ct_sched_wakeup_new, (m & CONT_SCHED) && !f->sched_info && f->wakeup_new);
-	ON(ct_sched_switch, (m & CONT_SCHED) || futex_switch);
+	ON(ct_runq_iter, iter);
+	ON(ct_runq_exit, iter);
+	/* Without the iterator, the wake-ups and switches stamp waits themselves. */
+	ON(ct_sched_wakeup, stamps);
+	ON(ct_sched_wakeup_new, stamps && f->wakeup_new);
+	ON(ct_sched_switch, stamps || futex_switch);
 	ON(ct_block_io_start, (m & CONT_BLOCK) && f->io_start);
 	ON(ct_block_rq_issue, (m & CONT_BLOCK) && !f->io_start);
 	ON(ct_block_bio_queue, (m & CONT_BLOCK) && f->bio_queue);
@@ -296,6 +314,40 @@ static int load_feasible(struct contention_loaded *c, unsigned m, const struct f
 	return 0;
 }
 
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+int contention_runq_iter(struct contention_loaded *c)
+{
+	uint64_t start = monotonic_ns();
+	char buf[64];
+	ssize_t n;
+	int fd;
+
+	if (!c->skel || !c->skel->links.ct_runq_iter)
+		return 0;
+	/* The first run only learns where every task stands. */
+	c->skel->bss->runq_since = c->iter_prev_ns ? c->iter_prev_ns : start;
+	fd = bpf_iter_create(bpf_link__fd(c->skel->links.ct_runq_iter));
+	if (fd < 0)
+		return -errno;
+	/* The program prints nothing: read() runs it over every task, then 0. */
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	c->iter_prev_ns = start;
+	return 0;
+}
+
 int contention_load(unsigned want, uint32_t max_cgroups, struct contention_loaded *c,
 		    const char **why)
 {
@@ -322,9 +374,18 @@ int contention_load(unsigned want, uint32_t max_cgroups, struct contention_loade
 		return c->ncpus;
 	}
 	r = load_feasible(c, feasible(c, want & CONT_ALL, &f), &f, max_cgroups);
-	if (r)
+	if (r) {
 		*why = "out of memory loading the contention sensor";
-	return r;
+		return r;
+	}
+	r = contention_runq_iter(c);
+	if (r) {
+		note(c, "sched: the run-queue task iterator failed (%s)", strerror(-r));
+		bpf_link__destroy(c->skel->links.ct_runq_iter);
+		c->skel->links.ct_runq_iter = NULL;
+		c->running &= ~CONT_SCHED;
+	}
+	return 0;
 }
 
 void contention_unload(struct contention_loaded *c)

@@ -17,6 +17,7 @@ struct contention_loaded {
 	struct contention_bpf *skel; /* NULL when no BPF signal runs */
 	unsigned running;            /* enum contention_signal mask */
 	int ncpus;                   /* possible CPUs (per-CPU map values) */
+	uint64_t iter_prev_ns;       /* when the run-queue iterator last ran (CLOCK_MONOTONIC) */
 	char missing[1024];          /* each requested signal not running, and why */
 };
 
@@ -27,6 +28,12 @@ struct contention_loaded {
  */
 int contention_load(unsigned want, uint32_t max_cgroups, struct contention_loaded *l,
 		    const char **why);
+/*
+ * Run the run-queue task iterator, if it is loaded: charge every task's
+ * run-queue waits since its last visit to its cgroup. Once per tick,
+ * before the maps are read. 0 or -errno.
+ */
+int contention_runq_iter(struct contention_loaded *l);
 /* Release what contention_load() loaded (l itself is the caller's). */
 void contention_unload(struct contention_loaded *l);
 

@@ -10,7 +10,8 @@
             time each request pays
   switch    perf bench sched pipe on one CPU: untraced, an empty sched_switch
             program (the hook's floor), `tailwarden top`
-  syscalls  ns per socket send/recv and per getppid() from a tight loop
+  syscalls  ns per socket send/recv, per request/response round trip and per
+            getppid() from a tight loop
             (tests/bench/syscall_loop.c): untraced, floor, `tailwarden top`
 Each table prints its targets (issue 10) beside the figures.
 
@@ -353,10 +354,11 @@ def syscalls(args):
                            cpu=CLIENT_CPU, stdout=subprocess.PIPE)
             out, _ = p.communicate(timeout=120)
             r = json.loads(out)
-            return r["sock_op_ns"], r["getppid_ns"]
+            return r["sock_op_ns"], r["getppid_ns"], r["rr_ns"]
         res = alternate(sess, modes, args.runs, once, topcg, "loop")
     rows = []
     for k, what in ((0, "socket send or recv (1 byte, loopback TCP)"),
+                    (2, "request/response round trip (1-byte request and reply)"),
                     (1, "getppid() (no socket)")):
         a = med(r[k] for r in res["untraced"])
         spread = (max(r[k] for r in res["untraced"]) - min(r[k] for r in res["untraced"]))
@@ -370,6 +372,9 @@ def syscalls(args):
             fl = paired(res, "floor", k, lambda x, y: x - y)
             row += ["%+.0f" % (d - fl), "<= %d above floor" % TARGET_SOCK_NS,
                     "ok" if d - fl <= TARGET_SOCK_NS else "MISSED"]
+        elif k == 2:
+            fl = paired(res, "floor", k, lambda x, y: x - y)
+            row += ["%+.0f" % (d - fl), "(what a small request pays)", "-"]
         else:
             row += ["%+.0f" % d, "within noise (< spread)",
                     "ok" if abs(d) <= max(spread, 0.01 * a) else "MISSED"]
@@ -382,7 +387,9 @@ def syscalls(args):
     print("added = median over rounds of (mode - same round untraced), ns per operation; "
           "spread = max - min\nof the untraced runs. floor = empty BPF programs on "
           "sock_recv_length, sock_send_length and\nsk_data_ready: what any program on "
-          "those hooks costs here before doing any work.")
+          "those hooks costs here before doing any work. The round\ntrip is one thread "
+          "playing client and server on one connection: two sends, two receives,\ntwo "
+          "arrivals, the server's span counted, as for one small request.")
 
 
 SECTIONS = {"accuracy": accuracy, "overhead": overhead, "switch": switch,

@@ -10,6 +10,8 @@
  *  - sendrecv: a connected loopback TCP pair in one thread; each iteration
  *    sends 1 byte on one end and receives it on the other. Reported per
  *    operation (half an iteration), so "ns per socket send/recv".
+ *  - rr: the same pair as a client and a server: a 1-byte request, read
+ *    and answered with 1 byte, the answer read. Reported per round trip.
  *  - getppid: a syscall that touches no socket (raw syscall(2): glibc does
  *    not cache it, but be explicit), reported per call.
  *
@@ -91,6 +93,30 @@ static double run_sendrecv(const int fds[2], long n)
 	return (now_ns() - t0) / (2.0 * n);
 }
 
+/*
+ * ns per request/response round trip: the client end sends a 1-byte
+ * request, the server end reads it and answers 1 byte, the client reads
+ * the answer. Every hook of the request sensor runs once or twice per
+ * iteration, the server's span included, as for one small request to a
+ * real server.
+ */
+static double run_rr(const int fds[2], long n)
+{
+	char b = 'x';
+	double t0;
+	long i;
+
+	t0 = now_ns();
+	for (i = 0; i < n; i++) {
+		if (send(fds[0], &b, 1, 0) != 1 || recv(fds[1], &b, 1, 0) != 1 ||
+		    send(fds[1], &b, 1, 0) != 1 || recv(fds[0], &b, 1, 0) != 1) {
+			perror("request/response");
+			exit(1);
+		}
+	}
+	return (now_ns() - t0) / n;
+}
+
 static double run_getppid(long n)
 {
 	volatile long sink = 0;
@@ -121,7 +147,7 @@ int main(int argc, char **argv)
 {
 	long n = 200000;
 	int reps = 5, opt, fds[2], r, i;
-	double *sr, *gp;
+	double *sr, *rr, *gp;
 
 	while ((opt = getopt(argc, argv, "n:r:h")) != -1) {
 		switch (opt) {
@@ -146,23 +172,28 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	sr = calloc(reps, sizeof(*sr));
+	rr = calloc(reps, sizeof(*rr));
 	gp = calloc(reps, sizeof(*gp));
-	if (!sr || !gp)
+	if (!sr || !rr || !gp)
 		return 1;
 	run_sendrecv(fds, n / 10 + 1);	/* warm up caches and the connection */
+	run_rr(fds, n / 20 + 1);
 	run_getppid(n / 10 + 1);
 	for (i = 0; i < reps; i++) {
 		sr[i] = run_sendrecv(fds, n);
+		rr[i] = run_rr(fds, n / 2);
 		gp[i] = run_getppid(n);
 	}
 	printf("{\"iterations\":%ld,\"reps\":%d,", n, reps);
 	printf("\"sock_op_ns\":%.1f,", median(sr, reps));
 	printf("\"sock_op_min_ns\":%.1f,", sr[0]);
+	printf("\"rr_ns\":%.1f,", median(rr, reps));
 	printf("\"getppid_ns\":%.1f,", median(gp, reps));
 	printf("\"getppid_min_ns\":%.1f}\n", gp[0]);
 	close(fds[0]);
 	close(fds[1]);
 	free(sr);
+	free(rr);
 	free(gp);
 	return 0;
 }

@@ -8,8 +8,9 @@ Real services under the open-loop generator, real antagonists:
                     cpu/interference.
   load              the thread-pool server (2 ms/request) at 120 req/s, then
                     400 req/s, no antagonist: verdict load, never interference.
-  lock              nginx, then `stress-ng --futex 2` inside nginx's own cgroup:
-                    verdict lock, never interference.
+  lock              nginx, then `stress-ng --futex 2` inside nginx's own cgroup,
+                    with the opt-in futex signal: verdict lock, never
+                    interference.
   io_interference   tests/servers/diskread_http.py (O_DIRECT 4 KiB random reads),
                     then fio in a sibling cgroup (random reads up to large
                     direct writes, the first that slows a small reader down):
@@ -180,9 +181,10 @@ class Phases:
     what chose the setting.
     """
 
-    def __init__(self, sess, svc, load, watch=()):
+    def __init__(self, sess, svc, load, watch=(), signals=None):
         self.sess, self.svc, self.load = sess, svc, load
-        self.top = sess.top([svc] + list(watch), interval=INTERVAL)
+        extra = ["--signals", signals] if signals else []
+        self.top = sess.top([svc] + list(watch), interval=INTERVAL, extra=extra)
         self.chosen = None
         self.tried = []
 
@@ -438,7 +440,8 @@ def test_lock():
     with tw.Session(HIERARCHIES, tag="lock") as sess:
         web = sess.cgroup("web")
         ngx = sess.nginx(web, cpu=SERVER_CPU)
-        ph = Phases(sess, web, http_load(sess, ngx.port, 2000))
+        # futex waits are opt-in (they hook every context switch).
+        ph = Phases(sess, web, http_load(sess, ngx.port, 2000), signals="default,futex")
         ph.baseline()
         # Inside nginx's own cgroup, on its CPU: the service's own lock waits.
         hog = spawn_quiet(sess, ["stress-ng", "--futex", "2", "--timeout", "60", "-q"],
