@@ -256,6 +256,9 @@ def overhead(args):
             for m in modes[1:]:
                 row += ["%+.0f" % (paired(res, m, 1, lambda a, b: a - b) * 1000)]
             d = med(r[0] for r in res["default"]) / base if "default" in res else None
+            pr = sorted(a[0] / b[0] for a, b in zip(res["default"], res["untraced"]))
+            fr = sorted(a[0] / b[0] for a, b in zip(res["floor"], res["untraced"]))
+            row += ["%.2f-%.2f" % (fr[0], fr[-1]), "%.2f-%.2f" % (pr[0], pr[-1])]
             row += [">= %.2f" % TARGET_RATIO,
                     "-" if d is None else ("ok" if d >= TARGET_RATIO else "MISSED")]
             rows.append(row)
@@ -266,12 +269,13 @@ def overhead(args):
     header += ["untraced CPU us/req"]
     for m in modes[1:]:
         header += ["%s +CPU ns/req" % m]
-    header += ["target (default ratio)", "verdict"]
+    header += ["floor rounds", "default rounds", "target (default ratio)", "verdict"]
     table("(b) overhead at saturation: %d rotating runs of %d s per mode; server on CPU %d, "
           "client on the other CPU (%d) or the same" % (args.runs, args.load_s, SERVER_CPU,
                                                        CLIENT_CPU), header, rows)
     print("ratio = median req/s of the mode / median req/s untraced; (paired) = median of each "
-          "round's ratio.\nCPU us/req = CPU time of server and client cgroups per request "
+          "round's ratio;\nrounds = the lowest and highest of those per-round ratios (the host's "
+          "noise: empty programs\nshould read 1.00).\nCPU us/req = CPU time of server and client cgroups per request "
           "(softirq included), +ns/req\nits paired difference from untraced: what a request "
           "pays. floor = empty BPF programs on the\nrequest sensor's three tracepoints; "
           "default = `tailwarden top` (requests + default contention\nsignals). Clients: "
