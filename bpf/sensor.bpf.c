@@ -45,8 +45,7 @@ const volatile bool conns_by_addr = false;
  * Outbound spans (this host as a client) cost a write of the client
  * connection's state from both CPUs on loopback, about 3% of nginx's
  * throughput at saturation with the client on the same host: opt-in.
- * Off, a client connection is only marked as such (so that it is never
- * taken for a server) and left alone.
+ * Off, a client connection has no state at all (see conn_of).
  */
 const volatile bool outbound = false;
 
@@ -267,11 +266,7 @@ static __always_inline bool is_tcp(const struct sock *sk)
 	       sk->sk_protocol == IPPROTO_TCP;
 }
 
-/*
- * The connection's state; on the first task-context event of a connection
- * established before we attached, create it, deciding the direction by
- * which side spoke first here.
- */
+/* The connection's state, created if need be, with its direction if new. */
 static __always_inline struct conn *conn_get_sk(struct sock *sk, __u8 dir)
 {
 	struct conn *c;
@@ -284,6 +279,42 @@ static __always_inline struct conn *conn_get_sk(struct sock *sk, __u8 dir)
 	if (!c->dir)
 		c->dir = dir;
 	return c;
+}
+
+/*
+ * Which side of the connection this host is. A socket that accept()
+ * returned is a clone of its listener and keeps the listener's
+ * sk_max_ack_backlog (what listen() set, at least 1 unless listen(fd, 0));
+ * a connect()ed socket never listened: 0.
+ */
+static __always_inline __u8 sock_dir(const struct sock *sk)
+{
+	return sk->sk_max_ack_backlog ? TW_DIR_SERVER : TW_DIR_CLIENT;
+}
+
+/*
+ * The state of a connection this sensor follows, or NULL. Server
+ * connections get theirs when established (tw_set_state), and, when they
+ * were established before we attached, here, at their first event. Client
+ * connections have none unless outbound spans are on, so that their
+ * events, half of all on a host that is also the client (loopback
+ * benchmarks, proxies, sidecars), stop at a load or two: no socket
+ * storage at all (sk_bpf_storage NULL), or a socket that never listened.
+ */
+static __always_inline struct conn *conn_of(struct sock *sk)
+{
+	struct conn *c;
+	__u8 dir;
+
+	if (sk->sk_bpf_storage) {
+		c = bpf_sk_storage_get(&tw_sk_conns, sk, NULL, 0);
+		if (c)
+			return c;
+	}
+	dir = sock_dir(sk);
+	if (dir == TW_DIR_CLIENT && !outbound)
+		return NULL;
+	return conn_get_sk(sk, dir);
 }
 
 static __always_inline struct conn *conn_get_addr(__u64 key, __u8 dir)
@@ -498,7 +529,7 @@ int BPF_PROG(tw_sock_recv, struct sock *sk, int ret, int flags)
 {
 	if (ret <= 0 || (flags & 2 /* MSG_PEEK */) || !is_tcp(sk))
 		return 0;
-	on_recv(conn_get_sk(sk, TW_DIR_SERVER), ret);
+	on_recv(conn_of(sk), ret);
 	return 0;
 }
 
@@ -507,7 +538,7 @@ int BPF_PROG(tw_sock_send, struct sock *sk, int ret, int flags)
 {
 	if (ret <= 0 || !is_tcp(sk))
 		return 0;
-	on_send(conn_get_sk(sk, TW_DIR_CLIENT), sk, ret);
+	on_send(conn_of(sk), sk, ret);
 	return 0;
 }
 
@@ -523,7 +554,7 @@ int BPF_PROG(tw_sk_data_ready, const struct sock *sk)
 	struct conn *c;
 	__u32 n;
 
-	c = bpf_sk_storage_get(&tw_sk_conns, (struct sock *)sk, NULL, 0);
+	c = conn_of((struct sock *)sk);
 	if (!c)
 		return 0;
 	if (c->dir != TW_DIR_SERVER) {
@@ -558,6 +589,9 @@ int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int 
 	    (oldstate == TCP_SYN_RECV || oldstate == TCP_SYN_SENT)) {
 		__u8 dir = oldstate == TCP_SYN_RECV ? TW_DIR_SERVER : TW_DIR_CLIENT;
 
+		/* Client connections of the socket modes need no state (conn_of). */
+		if (dir == TW_DIR_CLIENT && !outbound && !conns_by_addr)
+			return 0;
 		c = conns_by_addr ? conn_get_addr(key, dir) :
 				    conn_get_sk(s, dir);
 		if (c)

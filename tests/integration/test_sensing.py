@@ -424,6 +424,68 @@ def test_idle(sess):
     return "%d intervals of %.1f s, all requests 0 / latency null" % (count, interval)
 
 
+# A redis client for test_preexisting: opens CONNS connections and PINGs
+# once on each, says "open", waits for a line on stdin, then PINGs N times
+# on each connection in turn, one request at a time, and prints the count.
+PREEXISTING_CLIENT = r"""
+import socket, sys
+port, conns, n = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(conns)]
+def ping(s):
+    s.sendall(b"PING\r\n")
+    buf = b""
+    while not buf.endswith(b"\r\n"):
+        d = s.recv(64)
+        if not d:
+            sys.exit("connection closed")
+        buf += d
+for s in socks:
+    ping(s)
+print("open", flush=True)
+sys.stdin.readline()
+done = 0
+for _ in range(n):
+    for s in socks:
+        ping(s)
+        done += 1
+print(done, flush=True)
+"""
+
+
+@test
+def test_preexisting(sess):
+    """Connections opened before tailwarden started are still served ones.
+
+    A daemon that restarts (an upgrade) finds its services' connection pools
+    already open. Their requests must be counted exactly, under the server's
+    cgroup, and the client's side of the same connections never as served.
+    """
+    need("redis-server")
+    db, cli, top_cg = sess.cgroup("cache"), sess.cgroup("client"), sess.cgroup("top")
+    srv = sess.redis(db, cpu=SERVER_CPU)
+    conns, n = 8, 500
+    client = sess.spawn([sys.executable, "-c", PREEXISTING_CLIENT, str(srv.port), str(conns), str(n)],
+                        cgroup=cli, cpu=CLIENT_CPU, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                        text=True)
+    line = client.stdout.readline().strip()
+    check(line == "open", "the client did not open its connections: %r" % line)
+    top = sess.top([db, cli], interval=5.0, cgroup=top_cg)
+    client.stdin.write("go\n")
+    client.stdin.flush()
+    done = client.stdout.readline().strip()
+    t_end = time.monotonic()
+    check(done.isdigit() and int(done) == conns * n, "the client said %r" % done)
+    top.wait_past(t_end)
+    rc = top.stop()
+    check_top_clean(top, rc)
+    served = tw.total(top.rows(db))
+    client_side = tw.total(top.rows(cli))
+    compare_count("connections open before the start", served, conns * n)
+    check(client_side == 0, "the client's side counted %d served requests" % client_side)
+    return "%d connections opened before top, %d PINGs: inferred %d under the server, %d under " \
+        "the client" % (conns, conns * n, served, client_side)
+
+
 @test
 def test_multisend(sess):
     """Replies written as headers, 3 ms, half the body, 3 ms, the rest.
