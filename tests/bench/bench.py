@@ -328,8 +328,8 @@ def switch(args):
            "cost", "(paired)", "target (default, paired)", "verdict"], rows)
     print("Each op is two wake-ups and two context switches. floor = an empty program on "
           "sched_switch\n(tests/bench/floor_switch.bpf.c): the hook's own dispatch. default = "
-          "`tailwarden top` (requests +\ndefault contention signals; the switch hook is the "
-          "contention sensor's sched_switch).")
+          "`tailwarden top` (requests +\ndefault contention signals, none of which hooks "
+          "the switch: futex waits, which do, are opt-in).")
 
 
 # ---------------------------------------------------------------------------
