@@ -96,7 +96,15 @@ def busy_rig(sess, tag, factor=3):
     """nginx under load for the whole test, a bursting hog; target factor x its p99 alone."""
     rig = colo.Rig(sess, sess.tmpdir(tag))
     rig.rate, rig.hogs = 8000, 2
+    # A neighbour on the host only ever raises a p99: a reading far above
+    # nginx's usual 100-300 us alone is taken again (once in a CI run it was
+    # 1.85 ms, the target 5.5 ms, and no hog burst ever crossed it), and
+    # the lowest of up to three counts.
     alone = rig.p99(2)
+    for _ in range(2):
+        if alone <= 1000:
+            break
+        alone = min(alone, rig.p99(2))
     rig.target = int(max(factor * alone, 300))
     lg = sess.loadgen("http", rig.nginx.port, rig.rate, 3600, cpu=colo.CLIENT_CPU, background=True)
     bursts = Bursts(rig)
