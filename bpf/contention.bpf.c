@@ -236,8 +236,11 @@ static __always_inline struct ct_task *stamps(struct task_struct *t, bool create
 
 #define PF_KTHREAD 0x00200000
 
-/* Charge a run-queue wait to t's cgroup: this CPU's slot, plain adds. */
-static __always_inline void runq_charge(struct task_struct *t, __u64 d)
+/*
+ * Charge n run-queue waits of d ns in all to t's cgroup: this CPU's slot,
+ * plain adds; the n go to the bucket of their mean.
+ */
+static __always_inline void runq_charge(struct task_struct *t, __u64 d, __u64 n)
 {
 	__u64 cgid = task_cgroup(t);
 	struct ct_cg_runq *r;
@@ -247,9 +250,9 @@ static __always_inline void runq_charge(struct task_struct *t, __u64 d)
 	if (!r)
 		return;
 	r->runq_ns += d;
-	b = hist_bucket_of(d);
+	b = hist_bucket_of(d / n);
 	if (b < HIST_BUCKETS)
-		r->hist[b]++;
+		r->hist[b] += n;
 }
 
 /*
@@ -267,9 +270,7 @@ static __always_inline void runq_charge(struct task_struct *t, __u64 d)
 static __always_inline void runq_visit(struct task_struct *t, struct ct_task *s)
 {
 	__u64 delay = t->sched_info.run_delay, turns = t->sched_info.pcount;
-	__u64 d, n, cgid;
-	struct ct_cg_runq *r;
-	__u32 b;
+	__u64 d, n;
 
 	if (s && s->rq_known) {
 		d = delay - s->rq_delay;
@@ -285,16 +286,8 @@ static __always_inline void runq_visit(struct task_struct *t, struct ct_task *s)
 		s->rq_turns = turns;
 		s->rq_known = 1;
 	}
-	if (!d || d > (__u64)1 << 62)
-		return;
-	cgid = task_cgroup(t);
-	r = cg_entry_big(&ct_cg_runq, cgid, &ct_zero_runq, &ct_drops, CT_DROP_CGROUP_FULL);
-	if (!r)
-		return;
-	r->runq_ns += d;
-	b = hist_bucket_of(n ? d / n : d);
-	if (b < HIST_BUCKETS)
-		r->hist[b] += n ? n : 1;
+	if (d && d <= (__u64)1 << 62)
+		runq_charge(t, d, n ?: 1);
 }
 
 SEC("iter/task")
@@ -510,7 +503,7 @@ int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev,
 		s = stamps(next, false);
 		runq = s ? runq_stamp_wait(s) : 0;
 		if (runq)
-			runq_charge(next, runq);
+			runq_charge(next, runq, 1);
 	}
 	if (futex_switch)
 		futex_resume(next, runq);
