@@ -51,7 +51,7 @@ TEST_LIBS_expo := $(OUTPUT)/controller/expo.o $(OUTPUT)/controller/report.o $(OU
 test_libs = $(or $(TEST_LIBS_$(1)),$(LIBS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop $(OUTPUT)/tests/knobtool
-BENCH_TOOLS := $(OUTPUT)/tests/floor $(OUTPUT)/tests/floor.bpf.o $(OUTPUT)/tests/floor_switch.bpf.o
+BENCH_TOOLS := $(OUTPUT)/tests/onoff $(OUTPUT)/tests/floor.bpf.o $(OUTPUT)/tests/floor_switch.bpf.o
 
 .PHONY: all clean check check-layers contrib unit integration deps bench demo soak tests install uninstall fuzz fuzz-short
 .DELETE_ON_ERROR:
@@ -117,9 +117,10 @@ $(OUTPUT)/tests/%.bpf.o: tests/bench/%.bpf.c $(OUTPUT)/vmlinux.h | $(OUTPUT)/tes
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -c $< -o $@
 
-$(OUTPUT)/tests/floor: tests/bench/floor.c | $(OUTPUT)/tests
+# The same programs on and off within one load (see tests/bench/onoff.c).
+$(OUTPUT)/tests/onoff: tests/bench/onoff.c $(LIBS) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -lbpf -lelf -lz -o $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
 
 tests: tailwarden $(UNIT_TESTS) $(TEST_TOOLS)
 

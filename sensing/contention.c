@@ -103,6 +103,11 @@ void contention_free(struct contention *c)
 	free(c);
 }
 
+int contention_attach(struct contention *c, bool on)
+{
+	return contention_attach_loaded(&c->bpf, on);
+}
+
 unsigned contention_signals(const struct contention *c)
 {
 	return c->bpf.running;

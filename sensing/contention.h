@@ -94,6 +94,8 @@ int contention_signals_parse(const char *list, unsigned *mask);
 int contention_open(const struct contention_opts *opts, struct contention **out,
 		    const char **why);
 void contention_free(struct contention *c);
+/* Attach (on) or detach the running signals' programs, as sensor_attach(). 0 or -errno. */
+int contention_attach(struct contention *c, bool on);
 /* Mask of signals actually running. */
 unsigned contention_signals(const struct contention *c);
 /* One line naming each requested signal that could not run and why ("" if none). */

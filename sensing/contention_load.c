@@ -388,6 +388,17 @@ int contention_load(unsigned want, uint32_t max_cgroups, struct contention_loade
 	return 0;
 }
 
+int contention_attach_loaded(struct contention_loaded *c, bool on)
+{
+	if (!c->skel)
+		return 0;
+	if (!on) {
+		contention_bpf__detach(c->skel);
+		return 0;
+	}
+	return contention_bpf__attach(c->skel);
+}
+
 void contention_unload(struct contention_loaded *c)
 {
 	contention_bpf__destroy(c->skel);

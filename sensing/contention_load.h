@@ -8,6 +8,7 @@
 #ifndef TW_CONTENTION_LOAD_H
 #define TW_CONTENTION_LOAD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct contention_bpf;
@@ -34,6 +35,8 @@ int contention_load(unsigned want, uint32_t max_cgroups, struct contention_loade
  * before the maps are read. 0 or -errno.
  */
 int contention_runq_iter(struct contention_loaded *l);
+/* Attach (on) or detach what contention_load() loaded. 0 or -errno. */
+int contention_attach_loaded(struct contention_loaded *l, bool on);
 /* Release what contention_load() loaded (l itself is the caller's). */
 void contention_unload(struct contention_loaded *l);
 

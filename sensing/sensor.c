@@ -185,6 +185,15 @@ void sensor_free(struct sensor *s)
 	free(s);
 }
 
+int sensor_attach(struct sensor *s, bool on)
+{
+	if (!on) {
+		sensor_bpf__detach(s->skel);
+		return 0;
+	}
+	return sensor_bpf__attach(s->skel);
+}
+
 enum sensor_mode sensor_mode(const struct sensor *s)
 {
 	return s->mode;

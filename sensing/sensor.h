@@ -63,6 +63,12 @@ const char *sensor_mode_name(enum sensor_mode mode);
  */
 int sensor_open(const struct sensor_opts *opts, struct sensor **out, const char **why);
 void sensor_free(struct sensor *s);
+/*
+ * Attach (on) or detach the loaded programs; maps and connection state
+ * stay. The benchmark's way of timing the same programs on and off within
+ * one load. 0 or -errno.
+ */
+int sensor_attach(struct sensor *s, bool on);
 /* The mode that runs, and in words why it was chosen. */
 enum sensor_mode sensor_mode(const struct sensor *s);
 const char *sensor_mode_reason(const struct sensor *s);
