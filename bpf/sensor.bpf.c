@@ -5,14 +5,30 @@
  * to user space; user space reads the cumulative maps once per tick.
  *
  * A request on a server connection is the span from the moment its bytes
- * reach the socket (sk_data_ready on an idle connection, or, without that
- * tracepoint, the first successful receive) to the last send of the reply.
+ * reach the socket to the last send of the reply. Its start is read, not
+ * hooked: TCP refreshes the socket's clock (tcp_clock_cache) whenever it
+ * processes a segment, and tcp_rcv_space_adjust, which runs in the
+ * reader's context each time data is copied to it, fires before it
+ * refreshes that clock itself. So at the first read of a request the
+ * clock still holds when the request's bytes were taken in, however long
+ * they then waited for the server to read them. Without such a hook (the
+ * "receive" mode, and the syscall fallback) a request starts at the
+ * server's first read and the time queued before it is not seen.
+ *
  * Replies are often several sends (headers then body, chunks, sendfile in
  * pieces), so the span stays open while the server keeps sending: the
  * request is counted and put in the histogram at its first send, and each
  * later send of the same reply moves it to the bucket of its new length.
  * That way nothing has to "close" a span, and a reply is visible in the
  * window where it started.
+ *
+ * What each event costs matters more than anything else here: every
+ * program runs inside the server's own system calls. Two hooks per
+ * request and nothing from softirq: sk_data_ready, which would stamp the
+ * arrival directly, fires for every segment of every socket (the client's
+ * too, on the sending CPU), and dispatching a BPF program costs ~70-120 ns
+ * per event on retpoline hosts before it does anything; the earlier
+ * arrival hook cost nginx about 1.5 % of its throughput on its own.
  *
  * Connection state lives in socket-local storage (BPF_MAP_TYPE_SK_STORAGE):
  * found from the socket in a few loads instead of a hash lookup, freed with
@@ -42,16 +58,12 @@ const volatile __u64 max_span_ns = 60000000000ULL;
 /* Syscall fallback: connection state in tw_conns, keyed by address. */
 const volatile bool conns_by_addr = false;
 /*
- * Outbound spans (this host as a client) cost a write of the client
- * connection's state from both CPUs on loopback, about 3% of nginx's
- * throughput at saturation with the client on the same host: opt-in.
- * Off, a client connection has no state at all (see conn_of).
+ * Outbound spans (this host as a client) put state and work on every
+ * client connection's events, half of all events on a host that is also
+ * the client: opt-in. Off, a client connection has no state at all (see
+ * conn_of).
  */
 const volatile bool outbound = false;
-
-/* One load or store the compiler may not merge, split or move across another. */
-#define READ_ONCE(x) (*(volatile typeof(x) *)&(x))
-#define WRITE_ONCE(x, v) (*(volatile typeof(x) *)&(x) = (v))
 
 /* Bytes are added to the per-cgroup counters in batches (see sensor.h). */
 #define FLUSH_BYTES (64 * 1024)
@@ -66,58 +78,24 @@ enum phase {
 };
 
 /*
- * Arrival stamps kept per connection: the first arrival not yet read is
- * the next request's start; more than this many unread arrivals and the
- * oldest kept stands in for it (a pipelining client).
- */
-#define ARRIVAL_RING 4 /* a power of two: the index is masked, which the verifier follows */
-
-/*
- * One connection's state, laid out by who writes it. On loopback
- * sk_data_ready runs on the *sender's* CPU while the server's task reads
- * and sends on its own: a cache line written from both CPUs moves between
- * them several times per request, which cost ~6% of nginx's throughput at
- * saturation. So each side writes only its own line:
- *
- *   line 0  set once (direction, cgroup); shares its line with the
- *           storage's map pointer, which every lookup reads
- *   line 1  task context only (sock_recv/sock_send): the open request
- *   line 2  sk_data_ready only: a count of arrivals and their stamps
- *
- * The task side reads line 2 when a request starts (the stamp has to
- * travel once); sk_data_ready never reads line 1, so it cannot tell
- * whether the connection is idle: it stamps every arrival, and the task
- * side, which knows how many arrivals it has consumed ("seen"), picks the
- * first one it has not. The offsets assume the kernel's layout of local
- * storage (bpf_local_storage_elem: the data is cache-line aligned after an
- * 8-byte map pointer); elsewhere only the speed differs. Client
- * connections (outbound spans, opt-in) use line 1 from both sides, as
- * before.
+ * One connection's state. Every field is written in the context of the
+ * task that reads or sends on the connection (and at its state changes),
+ * so the line stays on that task's CPU; the 56 bytes share one cache line
+ * with the storage element's map pointer, which every lookup reads.
  */
 struct conn {
-	/* line 0: written at establishment and at the first task event */
 	__u64 cgid;	    /* cgroup the connection is attributed to, 0 = none yet */
-	__u8 dir;
-	__u8 pad0[47];
-	/* line 1: task context */
 	__u64 start_ns;	    /* request arrival (server) or first send (client) */
 	__u64 last_send_ns; /* last send of the current reply (server) */
 	__u64 flushed_ns;   /* when the byte counts were last added to the cgroup's */
 	__u64 pend_in;	    /* bytes not yet added to the cgroup's counters */
 	__u64 pend_out;
-	__u32 seen;	    /* arrivals consumed: those up to here belong to past requests */
+	__u32 copied_seq;   /* tcp copied_seq at the last read (bytes in, arrival mode) */
 	__u16 bucket;	    /* latency bucket the open reply is counted in */
 	__u8 phase;
-	__u8 pad1[17];
-	/* line 2: sk_data_ready */
-	__u32 arrivals;
-	__u32 pad2;
-	__u64 stamp[ARRIVAL_RING];
-	__u8 pad3[24];
+	__u8 dir;
 };
-_Static_assert(__builtin_offsetof(struct conn, start_ns) == 56, "line 1");
-_Static_assert(__builtin_offsetof(struct conn, arrivals) == 120, "line 2");
-_Static_assert(sizeof(struct conn) == 184, "three lines");
+_Static_assert(sizeof(struct conn) == 56, "one line with the map pointer");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -242,20 +220,27 @@ static __always_inline bool span_ok(struct conn *c, __u64 start, __u64 now)
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
 /*
- * Time of a TCP socket's latest receive or transmit, without a clock read:
- * tcp_mstamp_refresh() stores tcp_clock_ns() (CLOCK_MONOTONIC, the same
- * clock as bpf_ktime_get_ns()) at the start of every receive path, right
- * before sk_data_ready, and at the start of every transmit. A clock read
- * costs ~25 ns per event on our test VMs, and a helper call such as
- * bpf_skc_to_tcp_sock() ~10; this is one load through a cast the verifier
- * inlines (the socket tracepoints, 6.3+, postdate the kfunc, 6.2).
+ * The socket's clock: tcp_mstamp_refresh() stores tcp_clock_ns()
+ * (CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns()) at the start of every
+ * receive path and of every transmit, and when data is copied to the
+ * reader (tcp_rcv_space_adjust, after its tracepoint). Read from that
+ * tracepoint, it is when TCP last took in a segment: the request's
+ * arrival. One load through a cast the verifier inlines (6.2+, older than
+ * the socket tracepoints); 0 before the socket's first event.
  */
 static __always_inline __u64 sock_clock(const struct sock *sk)
 {
 	const struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
-	__u64 t = tp->tcp_clock_cache;
 
-	return t ?: bpf_ktime_get_ns();
+	return tp->tcp_clock_cache;
+}
+
+/* Bytes the reader has been given so far (wraps: compare by difference). */
+static __always_inline __u32 sock_copied(const struct sock *sk)
+{
+	const struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+
+	return tp->copied_seq;
 }
 
 static __always_inline bool is_tcp(const struct sock *sk)
@@ -276,8 +261,10 @@ static __always_inline struct conn *conn_get_sk(struct sock *sk, __u8 dir)
 		drop(TW_DROP_CONN_FULL);
 		return NULL;
 	}
-	if (!c->dir)
+	if (!c->dir) {
 		c->dir = dir;
+		c->copied_seq = sock_copied(sk);
+	}
 	return c;
 }
 
@@ -355,32 +342,15 @@ static __always_inline bool attribute(struct conn *c)
 }
 
 /*
- * The start of the request whose bytes the server is about to read: the
- * first arrival not yet consumed (its sk_data_ready stamp), else now (no
- * stamp: the tracepoint is missing, or the data came before we attached).
- * Every arrival so far is consumed by it.
+ * The server reads. Its first read after a reply, or on an idle
+ * connection, starts a request: when its bytes came in (arrived, from the
+ * socket's clock) or, without that, now.
  */
-static __always_inline __u64 take_arrival(struct conn *c)
-{
-	__u32 n = READ_ONCE(c->arrivals), first = c->seen;
-	__u64 t;
-
-	c->seen = n;
-	if (n == first)
-		return bpf_ktime_get_ns();
-	if (n - first > ARRIVAL_RING)
-		first = n - ARRIVAL_RING; /* overwritten: the oldest kept */
-	t = READ_ONCE(c->stamp[first & (ARRIVAL_RING - 1)]);
-	return t ?: bpf_ktime_get_ns();
-}
-
-static __always_inline void server_recv(struct conn *c, __u64 len)
+static __always_inline void server_recv(struct conn *c, __u64 len, __u64 arrived)
 {
 	add_bytes(c, &c->pend_in, len);
-	if (c->phase == PH_RECV)
-		c->seen = READ_ONCE(c->arrivals); /* more of the same request */
-	else
-		c->start_ns = take_arrival(c); /* idle, or reading again after a reply */
+	if (c->phase != PH_RECV)
+		c->start_ns = arrived ?: bpf_ktime_get_ns();
 	c->phase = PH_RECV;
 }
 
@@ -442,10 +412,6 @@ static __always_inline void server_send(struct conn *c, __u64 len)
 		reply_more(c, bpf_ktime_get_ns());
 	} else if (c->phase == PH_RECV) {
 		reply_start(c, bpf_ktime_get_ns());
-	} else if (READ_ONCE(c->arrivals) != c->seen) {
-		/* Idle with unread arrivals: a reply before any read we saw. */
-		c->start_ns = take_arrival(c);
-		reply_start(c, bpf_ktime_get_ns());
 	}
 	/* Otherwise idle: an unsolicited send (banner, push) starts no request. */
 }
@@ -459,12 +425,12 @@ static __always_inline void client_send(struct conn *c, const struct sock *sk, _
 {
 	add_bytes(c, &c->pend_out, len);
 	if (c->phase != PH_REQ) {
-		c->start_ns = sk ? sock_clock(sk) : bpf_ktime_get_ns();
+		c->start_ns = (sk ? sock_clock(sk) : 0) ?: bpf_ktime_get_ns();
 		c->phase = PH_REQ;
 	}
 }
 
-/* The reply to our request arrived (sk_data_ready) or was first read. */
+/* The reply to our request came in (at now, from the socket's clock) or was first read. */
 static __always_inline void client_reply(struct conn *c, __u64 now)
 {
 	struct tw_cg_hists *h;
@@ -482,16 +448,17 @@ static __always_inline void client_reply(struct conn *c, __u64 now)
 	maybe_flush(c, now);
 }
 
-static __always_inline void on_recv(struct conn *c, __u64 len)
+/* len bytes read; arrived: when they came in (socket's clock), 0 if unknown. */
+static __always_inline void on_recv(struct conn *c, __u64 len, __u64 arrived)
 {
 	if (!c || (!outbound && c->dir != TW_DIR_SERVER) || !attribute(c))
 		return;
 	if (c->dir == TW_DIR_SERVER) {
-		server_recv(c, len);
+		server_recv(c, len, arrived);
 	} else {
 		add_bytes(c, &c->pend_in, len);
-		if (c->phase == PH_REQ) /* no sk_data_ready: the first read */
-			client_reply(c, bpf_ktime_get_ns());
+		if (c->phase == PH_REQ)
+			client_reply(c, arrived ?: bpf_ktime_get_ns());
 	}
 }
 
@@ -507,18 +474,43 @@ static __always_inline void on_send(struct conn *c, const struct sock *sk, __u64
 }
 
 /*
+ * tcp_rcv_space_adjust fires each time TCP copies received data to the
+ * reader (recv*, read, splice, zero-copy receive; several times when one
+ * call takes several segments), in the reader's context, before the
+ * socket's clock is refreshed for the copy: the clock still says when
+ * the data came in. A read that finds nothing (EAGAIN, common with epoll
+ * servers) does not get here. copied_seq has already moved past the data;
+ * the difference from the last read is the bytes read (0 for MSG_PEEK).
+ */
+SEC("tp_btf/tcp_rcv_space_adjust")
+int BPF_PROG(tw_rcv_space, struct sock *sk)
+{
+	struct conn *c = conn_of(sk);
+	__u32 seq;
+
+	if (!c)
+		return 0;
+	seq = sock_copied(sk);
+	on_recv(c, seq - c->copied_seq, sock_clock(sk));
+	c->copied_seq = seq;
+	return 0;
+}
+
+/*
  * sock_recv_length / sock_send_length fire at the end of sock_recvmsg() /
  * sock_sendmsg(), in the caller's task context, for every socket family
  * and for read/recv*, write/send*, sendfile/splice and io_uring alike.
  * ret is the byte count or -errno (EAGAIN is common: ignore it). On
  * loopback the peer has already been handed the data when they fire.
+ * sock_recv_length serves only the receive mode, where a request starts
+ * at its first read.
  */
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(tw_sock_recv, struct sock *sk, int ret, int flags)
 {
 	if (ret <= 0 || (flags & 2 /* MSG_PEEK */) || !is_tcp(sk))
 		return 0;
-	on_recv(conn_of(sk), ret);
+	on_recv(conn_of(sk), ret, 0);
 	return 0;
 }
 
@@ -528,33 +520,6 @@ int BPF_PROG(tw_sock_send, struct sock *sk, int ret, int flags)
 	if (ret <= 0 || !is_tcp(sk))
 		return 0;
 	on_send(conn_of(sk), sk, ret);
-	return 0;
-}
-
-/*
- * sk_data_ready fires from tcp_data_ready() when data is queued on the
- * socket: softirq context, or the sending task's context on loopback, so
- * the current cgroup here is NOT the receiver's. Only stamp time, and on
- * a server connection write nothing but the arrival line.
- */
-SEC("tp_btf/sk_data_ready")
-int BPF_PROG(tw_sk_data_ready, const struct sock *sk)
-{
-	struct conn *c;
-	__u32 n;
-
-	c = conn_of((struct sock *)sk);
-	if (!c)
-		return 0;
-	if (c->dir != TW_DIR_SERVER) {
-		if (outbound && c->phase == PH_REQ)
-			client_reply(c, sock_clock(sk));
-		return 0;
-	}
-	/* Our own line only (see struct conn): stamp, then count. */
-	n = c->arrivals;
-	c->stamp[n & (ARRIVAL_RING - 1)] = sock_clock(sk);
-	WRITE_ONCE(c->arrivals, n + 1);
 	return 0;
 }
 
@@ -584,7 +549,8 @@ int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int 
 		c = conns_by_addr ? conn_get_addr(key, dir) :
 				    conn_get_sk(s, dir);
 		if (c)
-			*c = (struct conn){ .dir = dir, .flushed_ns = bpf_ktime_get_ns() };
+			*c = (struct conn){ .dir = dir, .flushed_ns = bpf_ktime_get_ns(),
+					    .copied_seq = sock_copied(sk) };
 		return 0;
 	}
 	if (newstate != TCP_CLOSE)
@@ -663,7 +629,7 @@ int BPF_PROG(tw_sys_exit, struct pt_regs *regs, long ret)
 	if (!sk)
 		return 0;
 	if (in)
-		on_recv(conn_get_addr((__u64)sk, TW_DIR_SERVER), ret);
+		on_recv(conn_get_addr((__u64)sk, TW_DIR_SERVER), ret, 0);
 	else
 		on_send(conn_get_addr((__u64)sk, TW_DIR_CLIENT), NULL, ret);
 	return 0;

@@ -60,9 +60,9 @@ const char *sensor_mode_name(enum sensor_mode mode)
 static int choose_mode(const struct btf *btf, enum sensor_mode want,
 		       enum sensor_mode *mode, const char **why)
 {
-	bool sock = bpf_util_has_tracepoint(btf, "sock_recv_length") &&
-		    bpf_util_has_tracepoint(btf, "sock_send_length");
-	bool ready = bpf_util_has_tracepoint(btf, "sk_data_ready");
+	bool send = bpf_util_has_tracepoint(btf, "sock_send_length");
+	bool sock = send && bpf_util_has_tracepoint(btf, "sock_recv_length");
+	bool copy = send && bpf_util_has_tracepoint(btf, "tcp_rcv_space_adjust");
 	bool sys = bpf_util_has_tracepoint(btf, "sys_exit");
 
 	if (!bpf_util_has_tracepoint(btf, "inet_sock_set_state")) {
@@ -70,17 +70,16 @@ static int choose_mode(const struct btf *btf, enum sensor_mode want,
 		return -EOPNOTSUPP;
 	}
 	if (want == SENSOR_MODE_AUTO)
-		want = ready && sock ? SENSOR_MODE_ARRIVAL : sock ? SENSOR_MODE_RECEIVE :
-			SENSOR_MODE_SYSCALL;
+		want = copy ? SENSOR_MODE_ARRIVAL : sock ? SENSOR_MODE_RECEIVE : SENSOR_MODE_SYSCALL;
 	*mode = want;
 	switch (want) {
 	case SENSOR_MODE_ARRIVAL:
-		*why = ready && sock ? "arrival-stamped: spans start when request bytes reach the socket (sk_data_ready), end at the reply's last send (sock_send_length)" :
-			"mode arrival needs tracepoints sk_data_ready (6.7+) and sock_recv_length/sock_send_length (6.3+)";
-		return ready && sock ? 0 : -EOPNOTSUPP;
+		*why = copy ? "arrival-stamped: spans start when request bytes reached the socket (its clock, read when they are copied to the server: tcp_rcv_space_adjust), end at the reply's last send (sock_send_length)" :
+			"mode arrival needs tracepoints tcp_rcv_space_adjust and sock_send_length (6.3+)";
+		return copy ? 0 : -EOPNOTSUPP;
 	case SENSOR_MODE_RECEIVE:
-		*why = sock ? (ready ? "receive-stamped (requested): spans start at the server's first receive; time queued before it is not seen" :
-			       "receive-stamped: kernel has no sk_data_ready tracepoint (6.7+), so spans start at the server's first receive and miss time queued before it") :
+		*why = sock ? (copy ? "receive-stamped (requested): spans start at the server's first receive; time queued before it is not seen" :
+			       "receive-stamped: kernel has no tcp_rcv_space_adjust tracepoint, so spans start at the server's first receive and miss time queued before it") :
 			"mode receive needs tracepoints sock_recv_length/sock_send_length (6.3+)";
 		return sock ? 0 : -EOPNOTSUPP;
 	default:
@@ -126,8 +125,8 @@ static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum 
 		r = bpf_map__set_max_entries(skel->maps.tw_cg_hists, o->max_cgroups);
 	if (r)
 		return r;
-	bpf_program__set_autoload(skel->progs.tw_sk_data_ready, mode == SENSOR_MODE_ARRIVAL);
-	bpf_program__set_autoload(skel->progs.tw_sock_recv, mode != SENSOR_MODE_SYSCALL);
+	bpf_program__set_autoload(skel->progs.tw_rcv_space, mode == SENSOR_MODE_ARRIVAL);
+	bpf_program__set_autoload(skel->progs.tw_sock_recv, mode == SENSOR_MODE_RECEIVE);
 	bpf_program__set_autoload(skel->progs.tw_sock_send, mode != SENSOR_MODE_SYSCALL);
 	bpf_program__set_autoload(skel->progs.tw_sys_exit, mode == SENSOR_MODE_SYSCALL);
 	return 0;

@@ -5,17 +5,20 @@
             first with `loadgen --closed`: client vs inferred p50, p99, req/s
   overhead  nginx, redis (redis-benchmark -P 1), memcached at saturation, client
             on the other CPU and on the same CPU: untraced, the floor (empty
-            programs on the request sensor's hooks) and `tailwarden top` with
-            its default sensors, rotating runs, ratios of medians and the CPU
-            time each request pays
+            programs on the request sensor's hooks) and tailwarden's default
+            sensors, taking turns in 1 s slots within one load, ratios of
+            medians and the CPU time each request pays
   switch    perf bench sched pipe on one CPU: untraced, an empty sched_switch
-            program (the hook's floor), `tailwarden top`
+            program (the hook's floor), tailwarden's default sensors
   syscalls  ns per socket send/recv, per request/response round trip and per
             getppid() from a tight loop
-            (tests/bench/syscall_loop.c): untraced, floor, `tailwarden top`
+            (tests/bench/syscall_loop.c): untraced, floor, default sensors
+Each table prints its targets (issue 10) beside the figures. The sensors are
+loaded once per section by tests/bench/onoff.c, as `tailwarden top` loads
+them, and attached only while their mode runs.
 Each table prints its targets (issue 10) beside the figures.
 
-Usage: bench.py [--runs N] [--servers LIST] [--modes LIST] [SECTION...]   (root; default: all sections)
+Usage: bench.py [--runs N] [--slots N] [--servers LIST] [--modes LIST] [SECTION...]   (root; default: all sections)
 Servers run on CPU 0, clients on CPU 1, everything in cgroups under
 tailwarden-test-<pid> that are removed at the end.
 """
@@ -25,10 +28,12 @@ import json
 import os
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import twtest as tw  # noqa: E402
@@ -115,36 +120,75 @@ def accuracy(args):
 #     and on the same CPU
 
 # What a mode runs beside the load: nothing, the floor (empty programs on
-# the request sensor's three tracepoints), `tailwarden top` with its default
-# sensors (requests + the default contention signals), or (--modes) top
-# with the request sensor only.
-MODES = {"untraced": None, "floor": "floor", "default": [], "requests": ["--no-contention"],
-         "floor_switch": "floor_switch"}
-MODE_LABELS = {"untraced": "untraced", "floor": "floor", "default": "top (default sensors)",
-               "requests": "top --no-contention"}
-FLOOR = os.path.join(tw.OUTPUT, "floor")
+# the request sensor's two tracepoints), tailwarden's sensors as `top`
+# loads them: the default ones (requests + the default contention signals)
+# or (--modes) the request sensor only. Each is one `onoff` process, loaded
+# once and attached only while its mode runs (tests/bench/onoff.c).
+MODES = {"untraced": None, "floor": ["floor", "floor.bpf.o"], "default": ["sensors"],
+         "requests": ["sensors", "--no-contention"], "floor_switch": ["floor", "floor_switch.bpf.o"]}
+ONOFF = os.path.join(tw.OUTPUT, "onoff")
 PLACEMENTS = (("other CPU", CLIENT_CPU), ("same CPU", SERVER_CPU))
 SERVERS = ("nginx", "redis", "memcached")
 CONNS = 32
 TARGET_RATIO = 0.97
 
 
-def attach(sess, extra, cg):
-    """Start what a mode measures (nothing, the floor programs, or top);
-    return a function that stops it."""
-    if extra is None:
-        return lambda: None
-    if extra in ("floor", "floor_switch"):
-        obj = os.path.join(tw.OUTPUT, extra + ".bpf.o")
-        if not os.access(FLOOR, os.X_OK) or not os.path.exists(obj):
-            raise tw.SetupError("%s or %s not built (make bench builds them)" % (FLOOR, obj))
-        p = sess.spawn([FLOOR, obj], cgroup=cg, stdout=subprocess.PIPE)
-        line = p.stdout.readline().decode()
-        if "attached" not in line:
-            raise tw.SetupError("floor did not attach: %r" % line)
-        return lambda: sess.stop(p)
-    top = sess.top([], interval=1.0, cgroup=cg, extra=extra)
-    return top.stop
+class Modes:
+    """One onoff process per mode, loaded at the start and detached; set()
+    attaches one mode's programs and detaches the rest."""
+
+    def __init__(self, sess, modes, cg):
+        self.sess, self.cg, self.procs, self.on = sess, cg, {}, None
+        if not os.access(ONOFF, os.X_OK):
+            raise tw.SetupError("%s not built (make bench builds it)" % ONOFF)
+        for m in modes:
+            if MODES[m] is None:
+                continue
+            argv = [ONOFF] + [os.path.join(tw.OUTPUT, a) if a.endswith(".bpf.o") else a
+                              for a in MODES[m]]
+            p = sess.spawn(argv, cgroup=cg, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+            self.procs[m] = p
+            self._expect(m, "off")
+
+    def _expect(self, m, word):
+        got = self.procs[m].stdout.readline().strip()
+        if got != word:
+            self.procs[m].kill()
+            raise tw.SetupError("onoff %s: expected %r, got %r: %s" % (
+                m, word, got, self.procs[m].stderr.read()[-500:]))
+
+    def _say(self, m, word):
+        self.procs[m].stdin.write(word + "\n")
+        self.procs[m].stdin.flush()
+        self._expect(m, word)
+
+    def set(self, mode):
+        if self.on == mode:
+            return
+        if self.on in self.procs:
+            self._say(self.on, "off")
+        if mode in self.procs:
+            self._say(mode, "on")
+        self.on = mode
+
+
+def alternate(sess, modes, runs, once, topcg, what):
+    """runs rounds; each round runs every mode once, the order rotating from
+    round to round so that drift hits all modes alike. {mode: [results]}."""
+    res = {m: [] for m in modes}
+    sw = Modes(sess, modes, topcg)
+    for i in range(runs):
+        for mode in rotate(modes, i):
+            sw.set(mode)
+            try:
+                r = once()
+            finally:
+                sw.set("untraced")
+            res[mode].append(r)
+            tw.log("  %s run %d %-8s: %s" % (what, i + 1, mode,
+                                             " ".join("%.4g" % x for x in r)))
+    return res
 
 
 def cg_usage_us(cg):
@@ -159,69 +203,76 @@ def cg_usage_us(cg):
     raise tw.SetupError("%s: no usage_usec" % cg.rel)
 
 
-def redis_load(sess, port, n, cpu, cg):
-    argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-n", str(n),
-            "-c", str(CONNS), "-t", "get", "-P", "1"]
-    r = tw.ClientRun(sess, argv, cg, cpu, tw.parse_redis_benchmark).start().result(timeout=120)
-    return r["completed"] / r["seconds"], r["completed"]
+def served(kind, port):
+    """A function returning the server's own count of requests served so
+    far: nginx's stub_status, redis's total_commands_processed (INFO
+    included), memcached's cmd_get. One small request to the server."""
+    if kind == "nginx":
+        def nginx():
+            with urllib.request.urlopen("http://127.0.0.1:%d/nginx_status" % port, timeout=5) as r:
+                return int(r.read().decode().splitlines()[2].split()[2])
+        return nginx
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    ask, key, end = ((b"INFO stats\r\n", "total_commands_processed:", b"\r\n\r\n")
+                     if kind == "redis" else (b"stats\r\n", "STAT cmd_get ", b"END\r\n"))
+
+    def stats():
+        sock.sendall(ask)
+        buf = b""
+        while not buf.endswith(end) or key.encode() not in buf:
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise tw.SetupError("%s closed the stats connection" % kind)
+            buf += chunk
+        line = [ln for ln in buf.decode().splitlines() if ln.startswith(key)][0]
+        return int(line[len(key):])
+    return stats
 
 
 class Load:
-    """One server on SERVER_CPU and its saturating client on cpu: nginx with
-    wrk -t1 -c32, redis with redis-benchmark -P 1 -c 32 (GET), memcached
-    with loadgen --closed --conns 32 (get). once() returns req/s and CPU
-    time per request of server and client together, in us."""
+    """One server on SERVER_CPU and its saturating client on cpu, running
+    for the whole measurement: nginx with wrk -t1 -c32, redis with
+    redis-benchmark -P 1 -c 32 (GET), memcached with loadgen --closed
+    --conns 32 (get). slot() returns the server's req/s over the next secs
+    seconds (its own count) and the CPU time per request of server and
+    client together, in us."""
 
     def __init__(self, sess, kind, cpu, secs):
-        self.sess, self.kind, self.cpu, self.secs = sess, kind, cpu, secs
+        self.sess, self.kind = sess, kind
         self.web, self.cli = sess.cgroup("%s-srv" % kind), sess.cgroup("%s-cli-%d" % (kind, cpu))
         self.srv = {"nginx": sess.nginx, "redis": sess.redis,
                     "memcached": sess.memcached}[kind](self.web, cpu=SERVER_CPU)
-        self.n = 20000
-        rps, _ = self.run(1)  # warm up; redis-benchmark runs a count, sized from this
-        self.n = max(int(rps * secs), 1000)
+        port = self.srv.port
+        if kind == "nginx":
+            argv = ["wrk", "-t1", "-c%d" % CONNS, "-d%ds" % secs, "http://127.0.0.1:%d/" % port]
+        elif kind == "redis":
+            argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-n", "2000000000",
+                    "-c", str(CONNS), "-t", "get", "-P", "1"]
+        else:
+            tw.ensure_loadgen()
+            argv = [tw.LOADGEN, "--proto", "memcached", "--port", str(port), "--rate", "1",
+                    "--duration", str(secs), "--conns", str(CONNS), "--closed"]
+        self.client = sess.spawn(argv, cgroup=self.cli, cpu=cpu, stdout=subprocess.DEVNULL)
+        self.count = served(kind, port)
+        time.sleep(2)  # connections up, caches warm
 
-    def run(self, secs):
-        if self.kind == "nginx":
-            r = tw.wrk(self.sess, self.srv.port, threads=1, conns=CONNS, duration="%ds" % secs,
-                       cpu=self.cpu, cgroup=self.cli)
-            return r["rps"], r["completed"]
-        if self.kind == "redis":
-            return redis_load(self.sess, self.srv.port, self.n, self.cpu, self.cli)
-        r = self.sess.loadgen("memcached", self.srv.port, 1, secs, conns=CONNS, cpu=self.cpu,
-                              cgroup=self.cli, extra=["--closed"])
-        return r["rps"], r["completed"]
-
-    def once(self):
-        u0 = cg_usage_us(self.web) + cg_usage_us(self.cli)
-        rps, n = self.run(self.secs)
-        u1 = cg_usage_us(self.web) + cg_usage_us(self.cli)
-        return rps, (u1 - u0) / max(n, 1)
+    def slot(self, secs):
+        if self.client.poll() is not None:
+            raise tw.SetupError("the %s client exited early (%s)" % (self.kind,
+                                                                     self.client.returncode))
+        n0, u0, t0 = self.count(), cg_usage_us(self.web) + cg_usage_us(self.cli), time.monotonic()
+        time.sleep(secs)
+        n1, u1, t1 = self.count(), cg_usage_us(self.web) + cg_usage_us(self.cli), time.monotonic()
+        return (n1 - n0) / (t1 - t0), (u1 - u0) / max(n1 - n0, 1)
 
     def stop(self):
+        self.sess.stop(self.client)
         self.srv.stop()
 
 
 def rotate(modes, i):
     k = i % len(modes)
     return modes[k:] + modes[:k]
-
-
-def alternate(sess, modes, runs, once, topcg, what):
-    """runs rounds; each round runs every mode once, the order rotating from
-    round to round so that drift hits all modes alike. {mode: [results]}."""
-    res = {m: [] for m in modes}
-    for i in range(runs):
-        for mode in rotate(modes, i):
-            stop = attach(sess, MODES[mode], topcg)
-            try:
-                r = once()
-            finally:
-                stop()
-            res[mode].append(r)
-            tw.log("  %s run %d %-8s: %s" % (what, i + 1, mode,
-                                             " ".join("%.4g" % x for x in r)))
-    return res
 
 
 def med(v):
@@ -238,18 +289,37 @@ def paired(res, mode, key, f):
     return med(rounds(res, mode, key, f))
 
 
+def quartiles(v):
+    q = statistics.quantiles(v, n=4)
+    return "%.3f-%.3f" % (q[0], q[2])
+
+
 def overhead(args):
+    """Per server and placement, one load of the whole measurement; the
+    modes take turns in slots of args.slot_s seconds, the order rotating
+    from round to round, each mode's programs attached only in its slots."""
     modes = args.modes
-    rows, summary = [], []
+    rows = []
     for kind in SERVERS:
         if kind not in args.servers:
             continue
         for place, cpu in PLACEMENTS:
             with tw.Session(tag="bench-ovh") as sess:
                 topcg = sess.cgroup("top")
-                load = Load(sess, kind, cpu, args.load_s)
-                res = alternate(sess, modes, args.runs, load.once, topcg,
-                                "%s/%s" % (kind, place))
+                sw = Modes(sess, modes, topcg)
+                load = Load(sess, kind, cpu, int(args.slots * len(modes) * (args.slot_s + 1) + 30))
+                res = {m: [] for m in modes}
+                tick = {m: [] for m in modes}
+                for i in range(args.slots):
+                    for mode in rotate(modes, i):
+                        sw.set(mode)
+                        time.sleep(0.1)  # past the attach
+                        u0 = cg_usage_us(topcg)
+                        res[mode].append(load.slot(args.slot_s))
+                        tick[mode].append((cg_usage_us(topcg) - u0) / args.slot_s / 1000)
+                    tw.log("  %s/%s round %d: %s" % (kind, place, i + 1, " ".join(
+                        "%s %.0f" % (m, res[m][-1][0]) for m in modes)))
+                sw.set("untraced")
                 load.stop()
             base = med(r[0] for r in res["untraced"])
             cpu0 = med(r[1] for r in res["untraced"])
@@ -260,12 +330,11 @@ def overhead(args):
             row += ["%.1f" % cpu0]
             for m in modes[1:]:
                 row += ["%+.0f" % (paired(res, m, 1, lambda a, b: a - b) * 1000)]
-            d = med(r[0] for r in res["default"]) / base if "default" in res else None
+            d = med(r[0] for r in res["default"]) / base
             for m in ("floor", "default"):
-                r = rounds(res, m, 0, lambda a, b: a / b)
-                row += ["%.2f-%.2f" % (min(r), max(r))]
-            row += [">= %.2f" % TARGET_RATIO,
-                    "-" if d is None else ("ok" if d >= TARGET_RATIO else "MISSED")]
+                row += [quartiles(rounds(res, m, 0, lambda a, b: a / b))]
+            row += ["%.1f" % (med(tick["default"]) - med(tick["untraced"]))]
+            row += [">= %.2f" % TARGET_RATIO, "ok" if d >= TARGET_RATIO else "MISSED"]
             rows.append(row)
             tw.log("  %s" % row)
     header = ["server", "client on", "untraced req/s"]
@@ -274,18 +343,25 @@ def overhead(args):
     header += ["untraced CPU us/req"]
     for m in modes[1:]:
         header += ["%s +CPU ns/req" % m]
-    header += ["floor rounds", "default rounds", "target (default ratio)", "verdict"]
-    table("(b) overhead at saturation: %d rotating runs of %d s per mode; server on CPU %d, "
-          "client on the other CPU (%d) or the same" % (args.runs, args.load_s, SERVER_CPU,
-                                                       CLIENT_CPU), header, rows)
-    print("ratio = median req/s of the mode / median req/s untraced; (paired) = median of each "
-          "round's ratio;\nrounds = the lowest and highest of those per-round ratios (the host's "
-          "noise: empty programs\nshould read 1.00).\nCPU us/req = CPU time of server and client cgroups per request "
-          "(softirq included), +ns/req\nits paired difference from untraced: what a request "
-          "pays. floor = empty BPF programs on the\nrequest sensor's three tracepoints; "
-          "default = `tailwarden top` (requests + default contention\nsignals). Clients: "
-          "nginx wrk -t1 -c%d; redis redis-benchmark -P 1 -c %d -t get; memcached\n"
-          "loadgen --closed --conns %d (get)." % (CONNS, CONNS, CONNS))
+    header += ["floor slots IQR", "default slots IQR", "tick CPU ms/s", "target (default ratio)",
+               "verdict"]
+    table("(b) overhead at saturation: one load per row, %d rounds of %g s slots per mode "
+          "(rotating order); server on CPU %d, client on the other CPU (%d) or the same"
+          % (args.slots, args.slot_s, SERVER_CPU, CLIENT_CPU), header, rows)
+    print("ratio = median req/s of the mode's slots / median req/s of the untraced slots; "
+          "(paired) = median of\neach round's ratio; slots IQR = the middle half of those "
+          "per-round ratios (the host's noise).\nreq/s is the server's own count (nginx "
+          "stub_status, redis INFO, memcached stats). Each mode's programs\nare loaded once "
+          "and attached only during its slots (tests/bench/onoff.c), so server, client and\n"
+          "connections are the same throughout. CPU us/req = CPU time of server and client "
+          "cgroups per\nrequest (softirq included), +ns/req its paired difference from "
+          "untraced: what a request pays.\nfloor = empty BPF programs on the request sensor's "
+          "two tracepoints; default = tailwarden's\nsensors as `tailwarden top` loads them "
+          "(requests + default contention signals), with top's\nper-second reads of the maps "
+          "(the run-queue iterator included): tick CPU is what those cost,\nin ms of CPU per "
+          "second, wherever the scheduler ran them. Clients: nginx wrk -t1 -c%d; redis\n"
+          "redis-benchmark -P 1 -c %d -t get; memcached loadgen --closed --conns %d (get)."
+          % (CONNS, CONNS, CONNS))
 
 
 # ---------------------------------------------------------------------------
@@ -396,10 +472,10 @@ def syscalls(args):
           header, rows)
     print("added = median over rounds of (mode - same round untraced), ns per operation; "
           "spread = max - min\nof the untraced runs. floor = empty BPF programs on "
-          "sock_recv_length, sock_send_length and\nsk_data_ready: what any program on "
-          "those hooks costs here before doing any work. The round\ntrip is one thread "
-          "playing client and server on one connection: two sends, two receives,\ntwo "
-          "arrivals, the server's span counted, as for one small request.")
+          "tcp_rcv_space_adjust and sock_send_length:\nwhat any program on those hooks "
+          "costs here before doing any work. The round trip is one\nthread playing client "
+          "and server on one connection: two sends, two receives, the server's\nspan "
+          "counted, as for one small request.")
 
 
 SECTIONS = {"accuracy": accuracy, "overhead": overhead, "switch": switch,
@@ -410,10 +486,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sections", nargs="*", metavar="SECTION",
                     help="any of: %s (default: all)" % " ".join(SECTIONS))
-    ap.add_argument("--runs", type=int, default=7, help="rotating runs per mode (>= 7 for the targets)")
+    ap.add_argument("--runs", type=int, default=7,
+                    help="switch, syscalls: rotating runs per mode (>= 7 for the targets)")
     ap.add_argument("--duration", type=int, default=4, help="accuracy: seconds per load")
     ap.add_argument("--conns", type=int, default=8, help="accuracy: loadgen connections")
-    ap.add_argument("--load-s", type=int, default=4, help="overhead: seconds per load run")
+    ap.add_argument("--slots", type=int, default=30,
+                    help="overhead: rounds of slots, one slot per mode each (>= 7 for the targets)")
+    ap.add_argument("--slot-s", type=float, default=1.0, help="overhead: seconds per slot")
     ap.add_argument("--servers", default=",".join(SERVERS),
                     help="overhead: comma-separated subset of %s" % ",".join(SERVERS))
     ap.add_argument("--modes", default="untraced,floor,default",

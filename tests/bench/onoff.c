@@ -12,10 +12,11 @@
  *                             top` loads them (default signals unless told)
  *
  * Loads, detaches, and prints "off". Then reads commands on stdin, one per
- * line: "on" attaches (and, for the sensors, does a tick's reads at once
- * and every second while on: the run-queue iterator and both sensors'
- * maps, as top's tick does), "off" detaches; each is answered by the same
- * word once done. Exits at end of input, detaching everything.
+ * line: "on" attaches (and, for the sensors, does a tick's reads half a
+ * second later and every second while on: the run-queue iterator and both
+ * sensors' maps, as top's tick does; so a one-second slot holds one tick),
+ * "off" detaches; each is answered by the same word once done. Exits at
+ * end of input, detaching everything.
  */
 #define _GNU_SOURCE
 #include <bpf/libbpf.h>
@@ -165,11 +166,7 @@ static int serve(struct onoff *o)
 		}
 		if (attach(o, !strcmp(line, "on")))
 			return -1;
-		if (o->on && o->sensor) {
-			if (tick(o))
-				return -1;
-			next = now_s() + 1;
-		}
+		next = now_s() + 0.5;
 		printf("%s\n", line);
 		fflush(stdout);
 	}

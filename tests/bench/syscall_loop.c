@@ -2,9 +2,9 @@
 /*
  * syscall_loop: the cost of one syscall, as a tight loop sees it.
  *
- * tailwarden hooks socket sends and receives (sock_send_length,
- * sock_recv_length, sk_data_ready) and, in its syscall fallback mode, every
- * syscall. This measures what such hooks add: run it with and without
+ * tailwarden hooks socket sends and TCP's copies to the reader
+ * (sock_send_length, tcp_rcv_space_adjust) and, in its syscall fallback
+ * mode, every syscall. This measures what such hooks add: run it with and without
  * `tailwarden top` attached and subtract.
  *
  *  - sendrecv: a connected loopback TCP pair in one thread; each iteration

@@ -26,8 +26,8 @@ cutting and giving back while it is killed. What a user would notice:
   hook_missing      kernel tracepoints hidden as on an older kernel
                     (TAILWARDEN_TEST_HIDE_TRACEPOINTS): without the
                     contention hooks the daemon names them and still cuts
-                    the hog; without sk_data_ready it says it falls back
-                    to receive-stamped spans; both restore on SIGTERM;
+                    the hog; without tcp_rcv_space_adjust it says it
+                    falls back to receive-stamped spans; both restore on SIGTERM;
                     without inet_sock_set_state it refuses to start, the
                     hook named, nothing changed
   log_rotation      a small DecisionLogMaxSize= on a busy controller: the
@@ -471,16 +471,17 @@ def test_hook_missing():
             check(rc == 0, "exit status %s after SIGTERM: %s" % (rc, log[-2000:]))
             check(rig.knob_files() == orig, "not restored: %s, originally %s"
                   % (rig.knob_files(), orig))
-            # 2. No sk_data_ready: receive-stamped spans, said with what they miss.
-            rig.start_tailwarden(env=hide("sk_data_ready"))
+            # 2. No tcp_rcv_space_adjust: receive-stamped spans, said with what they miss.
+            rig.start_tailwarden(env=hide("tcp_rcv_space_adjust"))
             time.sleep(3)
             alive = rig.tw.poll() is None
             rc2 = rig.stop_tailwarden()
             log = colo.readf(rig.runlog, "")
             mode = lines(log, "sensing mode:")
-            check(alive and rc2 == 0, "without sk_data_ready: died or exit %s: %s" % (rc2, log[-2000:]))
-            check(mode and mode[0].startswith("receive") and "sk_data_ready" in mode[0],
-                  "the fallback for sk_data_ready was not said: %s" % mode)
+            check(alive and rc2 == 0, "without tcp_rcv_space_adjust: died or exit %s: %s"
+                  % (rc2, log[-2000:]))
+            check(mode and mode[0].startswith("receive") and "tcp_rcv_space_adjust" in mode[0],
+                  "the fallback for tcp_rcv_space_adjust was not said: %s" % mode)
             check(rig.knob_files() == orig, "not restored: %s" % rig.knob_files())
         finally:
             bursts.stop()
@@ -495,7 +496,7 @@ def test_hook_missing():
               "without inet_sock_set_state: exit %d: %s" % (r.returncode, r.stderr.strip()[-500:]))
         check(rig.knob_files() == orig, "a refused start changed knobs: %s" % rig.knob_files())
         return ("%d contention hooks hidden: said (%s), batch cut (cpu.shares %s -> %s), restored; "
-                "no sk_data_ready: %s; no inet_sock_set_state: exit %d in %.1f s (%s); 0 knobs "
+                "no tcp_rcv_space_adjust: %s; no inet_sock_set_state: exit %d in %.1f s (%s); 0 knobs "
                 "left changed" % (len(CONTENTION_HOOKS), sigs[0][:90], orig["batch"]["cpu.shares"],
                                   cut["cpu.shares"], mode[0][:60], r.returncode, took, refused[0][:80]))
 
