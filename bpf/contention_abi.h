@@ -30,8 +30,7 @@ struct ct_cg_counters {
 	__u64 vfs_write_bytes;
 	__u64 futex_wait_ns;    /* FUTEX_WAIT* and futex_wait(v) time in the syscall */
 	__u64 futex_waits;
-	__u64 lock_ns;          /* contention_begin -> contention_end */
-	__u64 lock_waits;
+	__u64 lock_ns;          /* contention_begin -> contention_end (spinning waits sampled) */
 	__u64 page_faults;      /* user page faults */
 	__u64 reclaim_ns;       /* memcg and direct reclaim */
 	__u64 tcp_retransmits;
