@@ -86,14 +86,16 @@ enum phase {
 struct conn {
 	__u64 cgid;	    /* cgroup the connection is attributed to, 0 = none yet */
 	__u64 start_ns;	    /* request arrival (server) or first send (client) */
-	__u64 last_send_ns; /* last send of the current reply (server) */
+	__u64 last_send_ns; /* when the last send of the current reply returned (server) */
 	__u64 flushed_ns;   /* when the byte counts were last added to the cgroup's */
-	__u64 pend_in;	    /* bytes not yet added to the cgroup's counters */
-	__u64 pend_out;
+	__u32 pend_in;	    /* bytes not yet added to the cgroup's counters (< 64 KiB + one call's) */
+	__u32 pend_out;
 	__u32 copied_seq;   /* tcp copied_seq at the last read (bytes in, arrival mode) */
+	__u16 lag[2];	    /* ns from a send's transmit to its return (send_end): a reply's first, later */
 	__u16 bucket;	    /* latency bucket the open reply is counted in */
 	__u8 phase;
 	__u8 dir;
+	__u8 sends;	    /* sends since the lag was last sampled */
 };
 _Static_assert(sizeof(struct conn) == 56, "one line with the map pointer");
 
@@ -191,7 +193,7 @@ static __always_inline void maybe_flush(struct conn *c, __u64 now)
 }
 
 /* Count bytes on the connection; a big transfer reaches the cgroup soon. */
-static __always_inline void add_bytes(struct conn *c, __u64 *pend, __u64 len)
+static __always_inline void add_bytes(struct conn *c, __u32 *pend, __u64 len)
 {
 	*pend += len;
 	if (*pend >= FLUSH_BYTES)
@@ -398,20 +400,83 @@ static __always_inline void reply_more(struct conn *c, __u64 now)
 }
 
 /*
- * A reply's span ends when the send call returns: a clock read. The
- * socket's clock (sock_clock) would save it, but it is refreshed when
- * TCP starts to transmit, before the call has handed the data on (on
- * loopback, before the peer's whole receive path): spans ended there read
- * 4-5 us shorter than the client's receive time, which moved redis's and
- * memcached's p50 ratios from ~0.98 to ~0.83 in the accuracy benchmark.
+ * Every LAG_SAMPLE-th send of a connection reads the clock: odd, so that
+ * the samples fall on each send of a reply of several in turn.
  */
-static __always_inline void server_send(struct conn *c, __u64 len)
+#define LAG_SAMPLE 7
+/* A lag above this is not a send's own (preempted, or queued): not kept. */
+#define LAG_MAX_NS 50000ULL /* below 65536: a __u16 */
+
+/*
+ * How far ahead of the socket's clock pacing may have put the next
+ * departure for the transmit time to still be taken (sock_sent_at).
+ */
+#define PACE_AHEAD_NS 10000ULL
+
+/*
+ * When the socket last transmitted, if all the application wrote has been
+ * transmitted by now, else 0. TCP sets tcp_wstamp_ns to its clock as it
+ * transmits each packet; unlike the socket's clock itself, which an ACK
+ * taken in after the transmit moves on, it stays the transmit's. When TCP
+ * paces (BBR, or the fq qdisc) it is the next packet's earliest departure
+ * instead, the packet's length at the pacing rate later: up to
+ * PACE_AHEAD_NS beyond the socket's clock that is a constant the sampled
+ * lag takes out (send_end); further, pacing holds packets back: 0.
+ */
+static __always_inline __u64 sock_sent_at(const struct sock *sk)
+{
+	const struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+	__u64 at = tp->tcp_wstamp_ns;
+
+	if (tp->snd_nxt != tp->write_seq || at > tp->tcp_clock_cache + PACE_AHEAD_NS)
+		return 0;
+	return at;
+}
+
+/*
+ * When a send call returns: a reply's span ends there. A clock read
+ * (bpf_ktime_get_ns) costs 50-100 ns on hosts with retpolines, two per
+ * request of a server that sends headers and body apart. The socket's
+ * transmit time (sock_sent_at) is free, but it is taken before the call
+ * has handed the data on (on loopback, before the peer's whole receive
+ * path): spans ended there read 4-5 us shorter than the client's receive
+ * time, which moved redis's and memcached's p50 ratios from ~0.98 to
+ * ~0.83 in the accuracy benchmark. So the end is the transmit time plus
+ * the connection's send lag (return minus transmit), sampled with a
+ * clock read every LAG_SAMPLE sends. A send whose bytes are not all
+ * transmitted when it returns (queued behind the window, corked, paced)
+ * says nothing about its own transmit: the clock is read. A sample that
+ * finds the return before the transmit time (paced further ahead than
+ * ever) or more than LAG_MAX_NS after it (the task was preempted) is not
+ * kept, and the next send samples again.
+ */
+static __always_inline __u64 send_end(struct conn *c, const struct sock *sk, int more)
+{
+	__u64 now, at, lag;
+
+	at = sk ? sock_sent_at(sk) : 0;
+	if (!at)
+		return bpf_ktime_get_ns();
+	if (c->sends++ % LAG_SAMPLE && c->lag[more])
+		return at + c->lag[more];
+	now = bpf_ktime_get_ns();
+	if (now > at && now - at <= LAG_MAX_NS) {
+		/* A moving average (1/4 each new sample): one odd send moves it little. */
+		lag = c->lag[more];
+		c->lag[more] = lag ? lag - lag / 4 + (now - at) / 4 : now - at;
+	} else {
+		c->sends = 0; /* sample again at the next send */
+	}
+	return now;
+}
+
+static __always_inline void server_send(struct conn *c, const struct sock *sk, __u64 len)
 {
 	add_bytes(c, &c->pend_out, len);
 	if (c->phase == PH_REPLY) {
-		reply_more(c, bpf_ktime_get_ns());
+		reply_more(c, send_end(c, sk, 1));
 	} else if (c->phase == PH_RECV) {
-		reply_start(c, bpf_ktime_get_ns());
+		reply_start(c, send_end(c, sk, 0));
 	}
 	/* Otherwise idle: an unsolicited send (banner, push) starts no request. */
 }
@@ -468,7 +533,7 @@ static __always_inline void on_send(struct conn *c, const struct sock *sk, __u64
 	if (!c || (!outbound && c->dir != TW_DIR_SERVER) || !attribute(c))
 		return;
 	if (c->dir == TW_DIR_SERVER)
-		server_send(c, len);
+		server_send(c, sk, len);
 	else
 		client_send(c, sk, len);
 }
