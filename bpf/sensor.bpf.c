@@ -442,8 +442,11 @@ static __always_inline __u64 sock_sent_at(const struct sock *sk)
  * path): spans ended there read 4-5 us shorter than the client's receive
  * time, which moved redis's and memcached's p50 ratios from ~0.98 to
  * ~0.83 in the accuracy benchmark. So the end is the transmit time plus
- * the connection's send lag (return minus transmit), sampled with a
- * clock read every LAG_SAMPLE sends. A send whose bytes are not all
+ * the connection's send lag (return minus transmit), a moving average of
+ * samples taken with a clock read every LAG_SAMPLE sends; one lag for a
+ * reply's first send and one for its later ones (more), as a first send
+ * may have to wake an idle peer: one lag for both made nginx's p50 at
+ * 30 % load read 1.06 of the receive time. A send whose bytes are not all
  * transmitted when it returns (queued behind the window, corked, paced)
  * says nothing about its own transmit: the clock is read. A sample that
  * finds the return before the transmit time (paced further ahead than
