@@ -221,6 +221,12 @@ static __always_inline bool span_ok(struct conn *c, __u64 start, __u64 now)
 /* A read-only view of a kernel object as another type; the verifier inlines it (6.2+). */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
+/* The socket as TCP's, read only: loads through it are plain loads. */
+static __always_inline const struct tcp_sock *tcp_of(const struct sock *sk)
+{
+	return bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+}
+
 /*
  * The socket's clock: tcp_mstamp_refresh() stores tcp_clock_ns()
  * (CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns()) at the start of every
@@ -232,17 +238,13 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
  */
 static __always_inline __u64 sock_clock(const struct sock *sk)
 {
-	const struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
-
-	return tp->tcp_clock_cache;
+	return tcp_of(sk)->tcp_clock_cache;
 }
 
 /* Bytes the reader has been given so far (wraps: compare by difference). */
 static __always_inline __u32 sock_copied(const struct sock *sk)
 {
-	const struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
-
-	return tp->copied_seq;
+	return tcp_of(sk)->copied_seq;
 }
 
 static __always_inline bool is_tcp(const struct sock *sk)
@@ -425,7 +427,7 @@ static __always_inline void reply_more(struct conn *c, __u64 now)
  */
 static __always_inline __u64 sock_sent_at(const struct sock *sk)
 {
-	const struct tcp_sock *tp = bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+	const struct tcp_sock *tp = tcp_of(sk);
 	__u64 at = tp->tcp_wstamp_ns;
 
 	if (tp->snd_nxt != tp->write_seq || at > tp->tcp_clock_cache + PACE_AHEAD_NS)
