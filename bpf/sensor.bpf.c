@@ -93,11 +93,12 @@ struct conn {
 	__u32 copied_seq;   /* tcp copied_seq at the last read (bytes in, arrival mode) */
 	__u16 lag[2];	    /* ns from a send's transmit to its return (send_end): a reply's first, later */
 	__u16 bucket;	    /* latency bucket the open reply is counted in */
+	__u16 hslot;	    /* the cgroup's histogram slot + 1, 0 = none yet (conn_hists) */
 	__u8 phase;
 	__u8 dir;
-	__u8 sends;	    /* sends since the lag was last sampled */
+	__u8 sends;	    /* sends before the lag is sampled again */
 };
-_Static_assert(sizeof(struct conn) == 56, "one line with the map pointer");
+_Static_assert(sizeof(struct conn) <= 56, "one line with the map pointer");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -122,13 +123,27 @@ struct {
 	__type(value, struct tw_cg_counters);
 } tw_cg_counters SEC(".maps");
 
+/* Histogram slots (see sensor_abi.h); user space sizes all three alike. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
 	__type(value, struct tw_cg_hists);
 } tw_cg_hists SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64); /* cgroup2 id */
+	__type(value, __u32); /* its slot in tw_cg_hists */
+} tw_cg_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, 1024);
+	__type(value, __u32);
+} tw_free_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -136,14 +151,6 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } tw_drops SEC(".maps");
-
-/* Zeroed template for inserts: too big for the BPF stack. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct tw_cg_hists);
-} tw_zero_hists SEC(".maps");
 
 static __always_inline void drop(__u32 what)
 {
@@ -157,10 +164,64 @@ static __always_inline struct tw_cg_counters *cg_counters(__u64 cgid)
 	return cg_entry(&tw_cg_counters, cgid, &zero, &tw_drops, TW_DROP_CGROUP_FULL);
 }
 
-static __always_inline struct tw_cg_hists *cg_hists(__u64 cgid)
+/*
+ * The cgroup's histogram slot + 1, taken from the free ones if it has
+ * none yet; 0 when none is free (counted as a full table).
+ */
+static __always_inline __u16 cg_slot(__u64 cgid)
 {
-	return cg_entry_big(&tw_cg_hists, cgid, &tw_zero_hists, &tw_drops,
-			    TW_DROP_CGROUP_FULL);
+	struct tw_cg_hists *h;
+	__u32 *s, slot;
+
+	s = bpf_map_lookup_elem(&tw_cg_slots, &cgid);
+	if (s)
+		return *s + 1;
+	if (bpf_map_pop_elem(&tw_free_slots, &slot))
+		goto full;
+	h = bpf_map_lookup_elem(&tw_cg_hists, &slot);
+	if (!h)
+		goto full;
+	/* User space zeroed the slot before it freed it: only the owner to set. */
+	h->cgid = cgid;
+	if (!bpf_map_update_elem(&tw_cg_slots, &cgid, &slot, BPF_NOEXIST))
+		return slot + 1;
+	/* Another CPU took a slot for this cgroup meanwhile (or the table is full). */
+	h->cgid = 0;
+	bpf_map_push_elem(&tw_free_slots, &slot, 0);
+	s = bpf_map_lookup_elem(&tw_cg_slots, &cgid);
+	if (s)
+		return *s + 1;
+full:
+	drop(TW_DROP_CGROUP_FULL);
+	return 0;
+}
+
+/*
+ * The histograms of the connection's cgroup: an array index, no hash
+ * lookup, once the connection knows its slot. A slot that changed owner
+ * (user space forgot the cgroup, removed while this socket lived on) is
+ * not written; the connection asks for a slot again at its next request,
+ * with its cgroup's counters entry, so that user space sees and forgets it
+ * again.
+ */
+static __always_inline struct tw_cg_hists *conn_hists(struct conn *c)
+{
+	struct tw_cg_hists *h;
+	__u32 i;
+
+	if (!c->hslot) {
+		if (!cg_counters(c->cgid))
+			return NULL;
+		c->hslot = cg_slot(c->cgid);
+		if (!c->hslot)
+			return NULL;
+	}
+	i = c->hslot - 1;
+	h = bpf_map_lookup_elem(&tw_cg_hists, &i);
+	if (h && h->cgid == c->cgid)
+		return h;
+	c->hslot = 0;
+	return NULL;
 }
 
 /* Add the connection's pending byte counts to its cgroup's. */
@@ -368,7 +429,7 @@ static __always_inline void reply_start(struct conn *c, __u64 now)
 		c->phase = PH_IDLE;
 		return;
 	}
-	h = cg_hists(c->cgid);
+	h = conn_hists(c);
 	b = hist_bucket_of(now - c->start_ns);
 	if (h) {
 		__sync_fetch_and_add(&h->requests, 1);
@@ -393,7 +454,7 @@ static __always_inline void reply_more(struct conn *c, __u64 now)
 		return;
 	}
 	b = hist_bucket_of(now - c->start_ns);
-	if (b != c->bucket && (h = cg_hists(c->cgid))) {
+	if (b != c->bucket && (h = conn_hists(c))) {
 		hist_add(h->latency, c->bucket, -1);
 		hist_add(h->latency, b, 1);
 		c->bucket = b;
@@ -462,8 +523,11 @@ static __always_inline __u64 send_end(struct conn *c, const struct sock *sk, int
 	at = sk ? sock_sent_at(sk) : 0;
 	if (!at)
 		return bpf_ktime_get_ns();
-	if (c->sends++ % LAG_SAMPLE && c->lag[more])
+	if (c->sends && c->lag[more]) {
+		c->sends--; /* a countdown: no division on the hot path */
 		return at + c->lag[more];
+	}
+	c->sends = LAG_SAMPLE - 1;
 	now = bpf_ktime_get_ns();
 	if (now > at && now - at <= LAG_MAX_NS) {
 		/* A moving average (1/4 each new sample): one odd send moves it little. */
@@ -510,7 +574,7 @@ static __always_inline void client_reply(struct conn *c, __u64 now)
 	c->phase = PH_RESP;
 	if (!c->cgid || !span_ok(c, c->start_ns, now))
 		return;
-	h = cg_hists(c->cgid);
+	h = conn_hists(c);
 	if (h) {
 		__sync_fetch_and_add(&h->out_requests, 1);
 		hist_add(h->outbound, hist_bucket_of(now - c->start_ns), 1);

@@ -47,8 +47,16 @@ struct tw_cg_counters {
  * latency bucket can be decremented when a reply keeps sending and its
  * span moves to a later bucket, so user space diffs each bucket as a
  * signed 32-bit value.
+ *
+ * They live in slots of an array (tw_cg_hists), not in a hash by cgroup:
+ * a connection keeps its cgroup's slot, so a request finds its histograms
+ * with an array index instead of a hash lookup. tw_cg_slots maps a cgroup
+ * id to its slot; free slots wait in the queue tw_free_slots, which user
+ * space fills at load and refills when it forgets a removed cgroup (after
+ * zeroing the slot). cgid says whose a slot is, 0 when free.
  */
 struct tw_cg_hists {
+	__u64 cgid;         /* the cgroup2 id this slot belongs to, 0 = free */
 	__u64 requests;     /* served requests: reply starts */
 	__u64 out_requests; /* outbound (client-side) request/reply pairs */
 	__u32 latency[HIST_BUCKETS]; /* arrival -> last send of the reply */

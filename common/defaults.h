@@ -34,6 +34,12 @@
 
 /* BPF table sizes: cgroups tracked by each sensor, connections by the request sensor. */
 #define TW_MAX_CGROUPS 4096
+/*
+ * Cgroups whose request latency the request sensor holds at once: its
+ * histograms are preallocated slots (6.7 KiB each), at most this many,
+ * fewer if the cgroup table is smaller.
+ */
+#define TW_MAX_HIST_CGROUPS 1024
 #define TW_MAX_CONNS 262144
 
 #endif

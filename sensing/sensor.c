@@ -108,6 +108,23 @@ static int probe(enum sensor_mode want, enum sensor_mode *mode, const char **why
 	return r;
 }
 
+/* Histogram slots: one per cgroup with traffic, preallocated (sensor_abi.h). */
+static uint32_t hist_slots(const struct sensor_opts *o)
+{
+	return o->max_cgroups < TW_MAX_HIST_CGROUPS ? o->max_cgroups : TW_MAX_HIST_CGROUPS;
+}
+
+/* Every slot free: queued for the programs to take. */
+static int fill_slots(struct sensor_bpf *skel, uint32_t n)
+{
+	int fd = bpf_map__fd(skel->maps.tw_free_slots);
+
+	for (uint32_t i = 0; i < n; i++)
+		if (bpf_map_update_elem(fd, NULL, &i, 0))
+			return -errno;
+	return 0;
+}
+
 static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum sensor_mode mode)
 {
 	int r;
@@ -121,8 +138,12 @@ static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum 
 				     mode == SENSOR_MODE_SYSCALL ? o->max_conns : 1);
 	if (!r)
 		r = bpf_map__set_max_entries(skel->maps.tw_cg_counters, o->max_cgroups);
-	if (!r)
-		r = bpf_map__set_max_entries(skel->maps.tw_cg_hists, o->max_cgroups);
+	for (size_t i = 0; !r && i < 3; i++) {
+		struct bpf_map *m[] = { skel->maps.tw_cg_hists, skel->maps.tw_cg_slots,
+					skel->maps.tw_free_slots };
+
+		r = bpf_map__set_max_entries(m[i], hist_slots(o));
+	}
 	if (r)
 		return r;
 	bpf_program__set_autoload(skel->progs.tw_rcv_space, mode == SENSOR_MODE_ARRIVAL);
@@ -160,6 +181,8 @@ int sensor_open(const struct sensor_opts *opts, struct sensor **out, const char 
 	r = configure(s->skel, opts, s->mode);
 	if (!r)
 		r = sensor_bpf__load(s->skel);
+	if (!r)
+		r = fill_slots(s->skel, hist_slots(opts));
 	if (r) {
 		*why = "the kernel refused to load the BPF sensor (TAILWARDEN_DEBUG_LIBBPF=1 shows the verifier log)";
 		goto fail;
@@ -229,6 +252,7 @@ int sensor_read(struct sensor *s, struct sensor_snapshot **out)
 {
 	int cfd = bpf_map__fd(s->skel->maps.tw_cg_counters);
 	int hfd = bpf_map__fd(s->skel->maps.tw_cg_hists);
+	int sfd = bpf_map__fd(s->skel->maps.tw_cg_slots);
 	struct tw_cg_counters *pc;
 	struct sensor_snapshot *snap;
 	__u64 key, *prev = NULL;
@@ -243,6 +267,7 @@ int sensor_read(struct sensor *s, struct sensor_snapshot **out)
 	}
 	while (bpf_map_get_next_key(cfd, prev, &key) == 0) {
 		struct snap_entry *e;
+		__u32 slot;
 
 		prev = &key;
 		r = idtab_reserve((void **)&snap->v, &cap, snap->n, sizeof(*snap->v), 64);
@@ -253,8 +278,9 @@ int sensor_read(struct sensor *s, struct sensor_snapshot **out)
 			continue; /* deleted meanwhile */
 		e->id = key;
 		sum_counters(pc, s->ncpus, &e->c);
-		if (bpf_map_lookup_elem(hfd, &key, &e->h))
-			memset(&e->h, 0, sizeof(e->h));
+		if (bpf_map_lookup_elem(sfd, &key, &slot) || bpf_map_lookup_elem(hfd, &slot, &e->h) ||
+		    e->h.cgid != key)
+			memset(&e->h, 0, sizeof(e->h)); /* no traffic served yet, or forgotten meanwhile */
 		snap->n++;
 	}
 	idtab_sort(snap->v, snap->n, sizeof(*snap->v));
@@ -325,8 +351,21 @@ void sensor_drops(const struct sensor_snapshot *now, const struct sensor_snapsho
 	d->cgroups = now->drops[TW_DROP_CGROUP_FULL] - p[TW_DROP_CGROUP_FULL];
 }
 
+/*
+ * Free a removed cgroup's entries. Its histogram slot is zeroed, then
+ * handed back to the programs: a socket that outlived its cgroup finds the
+ * slot no longer its own (conn_hists) and takes a new one, which a later
+ * tick forgets in turn.
+ */
 void sensor_forget(struct sensor *s, uint64_t id)
 {
+	int sfd = bpf_map__fd(s->skel->maps.tw_cg_slots);
+	static const struct tw_cg_hists zero;
+	__u32 slot;
+
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.tw_cg_counters), &id);
-	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.tw_cg_hists), &id);
+	if (bpf_map_lookup_elem(sfd, &id, &slot) || bpf_map_delete_elem(sfd, &id))
+		return;
+	if (!bpf_map_update_elem(bpf_map__fd(s->skel->maps.tw_cg_hists), &slot, &zero, 0))
+		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tw_free_slots), NULL, &slot, 0);
 }

@@ -314,7 +314,7 @@ def overhead(args):
                 for i in range(args.slots):
                     for mode in rotate(modes, i):
                         sw.set(mode)
-                        time.sleep(0.1)  # past the attach
+                        time.sleep(0.05)  # past the attach
                         u0 = cg_usage_us(topcg)
                         res[mode].append(load.slot(args.slot_s))
                         tick[mode].append((cg_usage_us(topcg) - u0) / args.slot_s / 1000)
@@ -494,9 +494,9 @@ def main():
                     help="switch, syscalls: rotating runs per mode (>= 7 for the targets)")
     ap.add_argument("--duration", type=int, default=4, help="accuracy: seconds per load")
     ap.add_argument("--conns", type=int, default=8, help="accuracy: loadgen connections")
-    ap.add_argument("--slots", type=int, default=30,
+    ap.add_argument("--slots", type=int, default=120,
                     help="overhead: rounds of slots, one slot per mode each (>= 7 for the targets)")
-    ap.add_argument("--slot-s", type=float, default=1.0, help="overhead: seconds per slot")
+    ap.add_argument("--slot-s", type=float, default=0.25, help="overhead: seconds per slot")
     ap.add_argument("--servers", default=",".join(SERVERS),
                     help="overhead: comma-separated subset of %s" % ",".join(SERVERS))
     ap.add_argument("--modes", default="untraced,floor,default",

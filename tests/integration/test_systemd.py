@@ -536,7 +536,7 @@ def test_cgroup_recreate():
                 "controlled after %.2f s; restored to its own 1024" % (found, control))
 
 
-CG_MAPS = ("tw_cg_counters", "tw_cg_hists", "ct_cg_counters", "ct_cg_hists", "ct_cg_runq")
+CG_MAPS = ("tw_cg_counters", "tw_cg_slots", "ct_cg_counters", "ct_cg_hists", "ct_cg_runq")
 
 
 def occupancy(pid):

@@ -6,7 +6,7 @@ import re
 import subprocess
 
 # The per-cgroup maps of the request and contention sensors.
-CG_MAPS = ("tw_cg_counters", "tw_cg_hists", "ct_cg_counters", "ct_cg_hists", "ct_cg_runq")
+CG_MAPS = ("tw_cg_counters", "tw_cg_slots", "ct_cg_counters", "ct_cg_hists", "ct_cg_runq")
 
 
 def occupancy(pid, maps=CG_MAPS):
