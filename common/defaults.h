@@ -40,6 +40,7 @@
  * fewer if the cgroup table is smaller.
  */
 #define TW_MAX_HIST_CGROUPS 1024
+_Static_assert(TW_MAX_HIST_CGROUPS < 65536, "a connection keeps its slot + 1 in 16 bits");
 #define TW_MAX_CONNS 262144
 
 #endif

@@ -138,12 +138,12 @@ static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum 
 				     mode == SENSOR_MODE_SYSCALL ? o->max_conns : 1);
 	if (!r)
 		r = bpf_map__set_max_entries(skel->maps.tw_cg_counters, o->max_cgroups);
-	for (size_t i = 0; !r && i < 3; i++) {
-		struct bpf_map *m[] = { skel->maps.tw_cg_hists, skel->maps.tw_cg_slots,
-					skel->maps.tw_free_slots };
-
-		r = bpf_map__set_max_entries(m[i], hist_slots(o));
-	}
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.tw_cg_hists, hist_slots(o));
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.tw_cg_slots, hist_slots(o));
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.tw_free_slots, hist_slots(o));
 	if (r)
 		return r;
 	bpf_program__set_autoload(skel->progs.tw_rcv_space, mode == SENSOR_MODE_ARRIVAL);
@@ -181,10 +181,13 @@ int sensor_open(const struct sensor_opts *opts, struct sensor **out, const char 
 	r = configure(s->skel, opts, s->mode);
 	if (!r)
 		r = sensor_bpf__load(s->skel);
-	if (!r)
-		r = fill_slots(s->skel, hist_slots(opts));
 	if (r) {
 		*why = "the kernel refused to load the BPF sensor (TAILWARDEN_DEBUG_LIBBPF=1 shows the verifier log)";
+		goto fail;
+	}
+	r = fill_slots(s->skel, hist_slots(opts));
+	if (r) {
+		*why = "cannot queue the request sensor's histogram slots";
 		goto fail;
 	}
 	r = sensor_bpf__attach(s->skel);
