@@ -17,8 +17,9 @@ short-lived cgroups serve a request each while the daemon runs.
   cgroup_recreate a plain cgroup removed and recreated under load: said once,
                   held, a new instance controlled again within 2 periods
   churn           5,000 short-lived cgroups with a request each (more than the
-                  4096-entry maps): the maps' occupancy comes back to where it
-                  was, and a restarted latency-critical service is tracked
+                  4096-entry maps and the 1024 histogram slots): the maps'
+                  occupancy comes back to where it was, and a restarted
+                  latency-critical service is tracked
   no_bus          without systemd's bus: a Unit= policy is a clear error, the
                   plain-cgroup policies run
   exposure        systemd-analyze security --offline=true systemd/tailwarden.service <= 2.5
@@ -37,6 +38,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+import bpfmaps  # noqa: E402
 import twtest as tw  # noqa: E402
 from twtest import check, SetupError, TestFailure  # noqa: E402
 
@@ -536,32 +538,6 @@ def test_cgroup_recreate():
                 "controlled after %.2f s; restored to its own 1024" % (found, control))
 
 
-CG_MAPS = ("tw_cg_counters", "tw_cg_slots", "ct_cg_counters", "ct_cg_hists", "ct_cg_runq")
-
-
-def occupancy(pid):
-    """Entries in each per-cgroup BPF map of process pid (its fds' map ids, counted by bpftool)."""
-    out = {}
-    fddir = "/proc/%d/fdinfo" % pid
-    for fd in os.listdir(fddir):
-        try:
-            text = readf(os.path.join(fddir, fd))
-        except OSError:
-            continue
-        m = re.search(r"^map_id:\s*(\d+)", text, re.M)
-        if not m:
-            continue
-        mid = m.group(1)
-        show = json.loads(subprocess.run(["bpftool", "-j", "map", "show", "id", mid],
-                                         capture_output=True, text=True).stdout or "{}")
-        name = show.get("name", "")
-        if name in CG_MAPS and name not in out:
-            dump = subprocess.run(["bpftool", "-j", "map", "dump", "id", mid],
-                                  capture_output=True, text=True).stdout
-            out[name] = len(json.loads(dump or "[]"))
-    return out
-
-
 def churn(sess, parent, n, port_srv):
     """n cgroups under parent, each serving one HTTP request in a forked child, then removed."""
     base = parent.unified
@@ -614,7 +590,7 @@ def test_churn():
         lg = load(sess, nginx.port, 300, rate=500)
         p, log = start_run(sess, conf, pol, os.path.join(d, "run.log"))
         time.sleep(3 * PERIOD_S)
-        before = occupancy(p.pid)
+        before = bpfmaps.occupancy(p.pid)
         info("occupancy before: %s" % before)
         lsock = socket.socket()
         lsock.bind(("127.0.0.1", 0))
@@ -624,12 +600,12 @@ def test_churn():
         n_total, step = 5000, 500
         for done in range(0, n_total, step):
             churn(sess, jobs, step, lsock)
-            for k, v in occupancy(p.pid).items():
+            for k, v in bpfmaps.occupancy(p.pid).items():
                 peak[k] = max(peak.get(k, 0), v)
         took = time.monotonic() - t0
         lsock.close()
         time.sleep(4 * PERIOD_S)
-        after = occupancy(p.pid)
+        after = bpfmaps.occupancy(p.pid)
         info("churn of %d took %.1f s; occupancy peak %s, after %s" % (n_total, took, peak, after))
         check(peak.get("tw_cg_counters", 0) > before.get("tw_cg_counters", 0),
               "the churn cgroups never showed up in the request sensor's map: %s" % peak)
