@@ -98,7 +98,7 @@ struct conn {
 	__u8 dir;
 	__u8 sends;	    /* sends before the lag is sampled again */
 };
-_Static_assert(sizeof(struct conn) <= 56, "one line with the map pointer");
+_Static_assert(sizeof(struct conn) == 56, "one line with the map pointer");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
