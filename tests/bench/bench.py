@@ -6,7 +6,8 @@
   overhead  nginx, redis (redis-benchmark -P 1), memcached at saturation, client
             on the other CPU and on the same CPU: untraced, the floor (empty
             programs on the request sensor's hooks) and tailwarden's default
-            sensors, taking turns in 1 s slots within one load, ratios of
+            sensors, taking turns in 0.25 s slots within one load (more
+            rounds for nginx, whose rows carry the target), ratios of
             medians and the CPU time each request pays
   switch    perf bench sched pipe on one CPU: untraced, an empty sched_switch
             program (the hook's floor), tailwarden's default sensors
@@ -18,7 +19,8 @@ target is nginx's, redis and memcached are measured beside it. The sensors
 are loaded once per section by tests/bench/onoff.c, as `tailwarden top`
 loads them, and attached only while their mode runs.
 
-Usage: bench.py [--runs N] [--slots N] [--servers LIST] [--modes LIST] [SECTION...]   (root; default: all sections)
+Usage: bench.py [--runs N] [--slots N] [--target-slots N] [--servers LIST] [--modes LIST]
+                [--raw FILE] [SECTION...]   (root; default: all sections)
 Servers run on CPU 0, clients on CPU 1, everything in cgroups under
 tailwarden-test-<pid> that are removed at the end.
 """
@@ -40,6 +42,19 @@ import twtest as tw  # noqa: E402
 
 SERVER_CPU, CLIENT_CPU = 0, 1
 SYSCALL_LOOP = os.path.join(tw.OUTPUT, "syscall_loop")
+
+
+RAW = {}
+
+
+def raw_add(args, section, entry):
+    """Keep one measurement's raw figures and rewrite --raw FILE (if given)
+    with all of them so far, so that an interrupted run keeps what it had."""
+    if not args.raw:
+        return
+    RAW.setdefault(section, []).append(entry)
+    with open(args.raw, "w") as f:
+        json.dump(RAW, f, indent=1)
 
 
 def table(title, header, rows):
@@ -304,14 +319,15 @@ def overhead(args):
     for kind in SERVERS:
         if kind not in args.servers:
             continue
+        nslots = args.target_slots if kind in TARGET_SERVERS else args.slots
         for place, cpu in PLACEMENTS:
             with tw.Session(tag="bench-ovh") as sess:
                 topcg = sess.cgroup("top")
                 sw = Modes(sess, modes, topcg)
-                load = Load(sess, kind, cpu, int(args.slots * len(modes) * (args.slot_s + 1) + 30))
+                load = Load(sess, kind, cpu, int(nslots * len(modes) * (args.slot_s + 1) + 30))
                 res = {m: [] for m in modes}
                 tick = {m: [] for m in modes}
-                for i in range(args.slots):
+                for i in range(nslots):
                     for mode in rotate(modes, i):
                         sw.set(mode)
                         time.sleep(0.05)  # past the attach
@@ -322,9 +338,11 @@ def overhead(args):
                         "%s %.0f" % (m, res[m][-1][0]) for m in modes)))
                 sw.set("untraced")
                 load.stop()
+            raw_add(args, "overhead", {"server": kind, "client": place, "slot_s": args.slot_s,
+                                       "req_s_and_cpu_us_per_req": res})
             base = med(r[0] for r in res["untraced"])
             cpu0 = med(r[1] for r in res["untraced"])
-            row = [kind, place, "%.0f" % base]
+            row = [kind, place, str(nslots), "%.0f" % base]
             for m in modes[1:]:
                 ratio_m = med(r[0] for r in res[m]) / base
                 row += ["%.3f" % ratio_m, "%.3f" % paired(res, m, 0, lambda a, b: a / b)]
@@ -341,7 +359,7 @@ def overhead(args):
                 row += ["- (measured)", "-"]
             rows.append(row)
             tw.log("  %s" % row)
-    header = ["server", "client on", "untraced req/s"]
+    header = ["server", "client on", "rounds", "untraced req/s"]
     for m in modes[1:]:
         header += ["%s ratio" % m, "(paired)"]
     header += ["untraced CPU us/req"]
@@ -349,9 +367,9 @@ def overhead(args):
         header += ["%s +CPU ns/req" % m]
     header += ["floor slots IQR", "default slots IQR", "tick CPU ms/s", "target (default ratio)",
                "verdict"]
-    table("(b) overhead at saturation: one load per row, %d rounds of %g s slots per mode "
+    table("(b) overhead at saturation: one load per row, rounds of %g s slots, one per mode "
           "(rotating order); server on CPU %d, client on the other CPU (%d) or the same"
-          % (args.slots, args.slot_s, SERVER_CPU, CLIENT_CPU), header, rows)
+          % (args.slot_s, SERVER_CPU, CLIENT_CPU), header, rows)
     print("ratio = median req/s of the mode's slots / median req/s of the untraced slots; "
           "(paired) = median of\neach round's ratio; slots IQR = the middle half of those "
           "per-round ratios (the host's noise).\nreq/s is the server's own count (nginx "
@@ -397,6 +415,7 @@ def switch(args):
     with tw.Session(tag="bench-sw") as sess:
         cg, topcg = sess.cgroup("pipe"), sess.cgroup("top")
         res = alternate(sess, modes, args.runs, lambda: switch_once(sess, cg), topcg, "pipe")
+        raw_add(args, "switch", res)
     rows = []
     for k, what in ((0, "usecs/op (wall)"), (1, "CPU us/op")):
         a = med(r[k] for r in res["untraced"])
@@ -445,6 +464,7 @@ def syscalls(args):
             r = json.loads(out)
             return r["sock_op_ns"], r["getppid_ns"], r["rr_ns"]
         res = alternate(sess, modes, args.runs, once, topcg, "loop")
+        raw_add(args, "syscalls", res)
     rows = []
     for k, what in ((0, "socket send or recv (1 byte, loopback TCP)"),
                     (2, "request/response round trip (1-byte request and reply)"),
@@ -490,12 +510,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("sections", nargs="*", metavar="SECTION",
                     help="any of: %s (default: all)" % " ".join(SECTIONS))
-    ap.add_argument("--runs", type=int, default=7,
+    ap.add_argument("--runs", type=int, default=11,
                     help="switch, syscalls: rotating runs per mode (>= 7 for the targets)")
     ap.add_argument("--duration", type=int, default=4, help="accuracy: seconds per load")
     ap.add_argument("--conns", type=int, default=8, help="accuracy: loadgen connections")
     ap.add_argument("--slots", type=int, default=120,
-                    help="overhead: rounds of slots, one slot per mode each (>= 7 for the targets)")
+                    help="overhead: rounds of slots, one slot per mode each, for redis and memcached")
+    ap.add_argument("--target-slots", type=int, default=360,
+                    help="overhead: rounds for nginx, the rows with the target (>= 7)")
     ap.add_argument("--slot-s", type=float, default=0.25, help="overhead: seconds per slot")
     ap.add_argument("--servers", default=",".join(SERVERS),
                     help="overhead: comma-separated subset of %s" % ",".join(SERVERS))
@@ -503,6 +525,8 @@ def main():
                     help="overhead, syscalls: comma-separated modes, untraced first "
                          "(untraced, floor, default, requests)")
     ap.add_argument("--iterations", type=int, default=200000, help="syscalls: loop length")
+    ap.add_argument("--raw", metavar="FILE",
+                    help="write every slot's and run's figures to FILE (JSON), for a second look")
     args = ap.parse_args()
     args.modes = args.modes.split(",")
     args.servers = args.servers.split(",")
@@ -518,6 +542,8 @@ def main():
     if not os.access(tw.TAILWARDEN, os.X_OK):
         print("%s is not built (run make)" % tw.TAILWARDEN, file=sys.stderr)
         return 1
+    if args.slots < 7 or args.target_slots < 7 or args.runs < 1:
+        ap.error("--slots and --target-slots: at least 7; --runs: at least 1")
     t0 = time.monotonic()
     for name in args.sections or list(SECTIONS):
         SECTIONS[name](args)
