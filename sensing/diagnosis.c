@@ -110,6 +110,15 @@
 #define DIAG_CLEAR 2.0
 /* A new dominant resource must beat the current one's score by half. */
 #define DIAG_SWITCH 1.5
+/*
+ * While a value is anomalous it folds into the slow baseline as at most
+ * this many times the baseline (or the signal's floor): a sustained shift
+ * of up to 10x is absorbed as DIAG_TAU_SLOW_S says, but one window's spike
+ * (a disk hiccup of 37 ms against a 200 us norm) does not move the
+ * baseline as much as three minutes of a 2x shift would, leaving the next
+ * real contention unreported against a norm it inflated.
+ */
+#define DIAG_SPIKE_MAX 10.0
 
 enum sig_norm { NORM_NONE, NORM_REQ, NORM_SEC };
 
@@ -280,18 +289,21 @@ static void hysteresis(struct diag_track *t, double r, double enter, double exit
 		t->up = t->up ? r >= exit : r >= enter;
 }
 
-static void fold(struct diag_track *t, double v, const struct window *w, bool anomalous)
+static void fold(struct diag_track *t, double v, double floor, const struct window *w,
+		 bool anomalous)
 {
 	double k;
 
 	if (isnan(v))
 		return;
-	if (t->n < DIAG_WARMUP)
+	if (t->n < DIAG_WARMUP) {
 		k = 1.0 / (t->n + 1);
-	else if (anomalous)
+	} else if (anomalous) {
 		k = w->a_slow;
-	else
+		v = fmin(v, DIAG_SPIKE_MAX * fmax(t->base, floor));
+	} else {
 		k = fmax(w->a, 1.0 / (t->n + 1));
+	}
 	t->base += k * (v - t->base);
 	if (t->n < UINT_MAX)
 		t->n++;
@@ -366,11 +378,12 @@ static void fold_window(struct diag_state *s, const struct window *w)
 	bool lat_anomalous = w->lat_r >= DIAG_LAT_EXIT; /* false for NAN */
 
 	if (w->busy)
-		fold(&s->lat, w->lat, w, lat_anomalous);
+		fold(&s->lat, w->lat, DIAG_LAT_FLOOR_NS, w, lat_anomalous);
 	if (isfinite(w->rate))
-		fold(&s->rate, w->rate, w, w->rate_r >= DIAG_LOAD_EXIT || lat_anomalous);
+		fold(&s->rate, w->rate, DIAG_RATE_FLOOR, w,
+		     w->rate_r >= DIAG_LOAD_EXIT || lat_anomalous);
 	for (size_t i = 0; i < N_SIGNALS; i++)
-		fold(&s->sig[i], w->v[i], w, w->r[i] >= signals[i].exit);
+		fold(&s->sig[i], w->v[i], signals[i].floor, w, w->r[i] >= signals[i].exit);
 }
 
 /* How far past its entry threshold signal i is this window; 0 if not elevated. */

@@ -480,6 +480,33 @@ static void test_new_normal(void **state)
 	diag_state_free(s);
 }
 
+/*
+ * One window's spike (a disk hiccup: I/O p99 180x, latency 400x) is not a
+ * new normal: the slow baseline takes it in as a 10x window at most, so a
+ * real I/O contention a few windows later (I/O p99 3.5x, latency 3x) is
+ * still named. Folded in full, the spike had raised the I/O baseline by
+ * half and the latency baseline 2.3x, and the contention went unreported.
+ */
+static void test_spike(void **state)
+{
+	struct diag_state *s = steady(&base, 20);
+	struct win w = base;
+	struct diagnosis d;
+
+	(void)state;
+	w.lat_p99_us *= 400;
+	w.io_p99_us *= 180;
+	step(s, &w, &d);
+	for (int i = 0; i < 3; i++)
+		step(s, &base, &d);
+	w = base;
+	w.lat_p99_us *= 3;
+	w.io_p99_us *= 3.5;
+	step(s, &w, &d);
+	assert_int_equal(d.dominant, DIAG_IO);
+	diag_state_free(s);
+}
+
 /* (f) Warm-up: the first windows give no verdict, however odd they look. */
 static void test_warmup(void **state)
 {
@@ -703,6 +730,7 @@ int main(void)
 		cmocka_unit_test(test_latency_unexplained),
 		cmocka_unit_test(test_oscillation),
 		cmocka_unit_test(test_new_normal),
+		cmocka_unit_test(test_spike),
 		cmocka_unit_test(test_warmup),
 		cmocka_unit_test(test_too_few_requests),
 		cmocka_unit_test(test_missing_signals),
