@@ -536,14 +536,14 @@ def main():
     bad = [s for s in args.sections if s not in SECTIONS]
     if bad:
         ap.error("unknown section(s): %s" % " ".join(bad))
+    if args.slots < 7 or args.target_slots < 7 or args.runs < 1:
+        ap.error("--slots and --target-slots: at least 7; --runs: at least 1")
     if os.geteuid() != 0:
         print("benchmarks need root (BPF, cgroups); skipped")
         return 0
     if not os.access(tw.TAILWARDEN, os.X_OK):
         print("%s is not built (run make)" % tw.TAILWARDEN, file=sys.stderr)
         return 1
-    if args.slots < 7 or args.target_slots < 7 or args.runs < 1:
-        ap.error("--slots and --target-slots: at least 7; --runs: at least 1")
     t0 = time.monotonic()
     for name in args.sections or list(SECTIONS):
         SECTIONS[name](args)

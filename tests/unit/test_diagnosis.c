@@ -503,7 +503,7 @@ static void test_spike(void **state)
 	w.lat_p99_us *= 3;
 	w.io_p99_us *= 3.5;
 	step(s, &w, &d);
-	assert_int_equal(d.dominant, DIAG_IO);
+	expect(&d, DIAG_IO, DIAG_CAUSE_INTERFERENCE, "io_latency_us.p99");
 	diag_state_free(s);
 }
 
