@@ -14,6 +14,16 @@ and from SIGINT/SIGTERM/SIGHUP -- and undoes all of it:
 Host rules: the identity hierarchy is cgroup2
 at /sys/fs/cgroup/unified; the memory hierarchy is never touched; the cgroup2
 root's cgroup.subtree_control is never written; nothing is mounted.
+
+On a pure cgroup v2 host (/sys/fs/cgroup is cgroup2fs, PURE_V2: the guest
+VMs of tests/vm) /sys/fs/cgroup is the identity hierarchy and the only one;
+every hierarchy a session names maps to it. A session's cgroups are made
+below the cgroup systemd delegated to the tests (TWTEST_CGROUP_BASE, a path
+from the cgroup2 root, or else this process's own cgroup: run the tests under
+`systemd-run --scope -p Delegate=yes`), and the cpu and io controllers are
+enabled in the subtree_control of the test's own cgroups only (and of that
+delegated cgroup, after this process moved itself into a leaf of it); never
+in the root's.
 """
 
 import atexit
@@ -38,7 +48,28 @@ TSCLIENT = os.path.join(REPO, "tests", "lib", "tsclient.py")
 PYTHON = "/usr/bin/python3"
 
 CGROUP_FS = "/sys/fs/cgroup"
-UNIFIED = os.path.join(CGROUP_FS, "unified")
+
+
+def cgroup_fs_type(path=CGROUP_FS):
+    """The file system type mounted at path (the last mount there), from /proc/mounts."""
+    fstype = None
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3 and parts[1] == path:
+                    fstype = parts[2]
+    except OSError:
+        pass
+    return fstype
+
+
+# Pure cgroup v2 (cgroup2fs at /sys/fs/cgroup) or hybrid/legacy (a tmpfs of
+# v1 hierarchies, with cgroup2 at /sys/fs/cgroup/unified, as on the hosts).
+PURE_V2 = cgroup_fs_type() == "cgroup2"
+UNIFIED = CGROUP_FS if PURE_V2 else os.path.join(CGROUP_FS, "unified")
+# The controllers a pure-v2 session enables for its cgroups (when available).
+V2_CONTROLLERS = ("cpu", "io")
 # Hierarchies a session may create cgroups in. "memory" is deliberately absent.
 # "systemd", "blkio" and "pids" are for a test's own systemd user manager,
 # which creates its units' cgroups below its own in each of them (hybrid layout).
@@ -77,7 +108,10 @@ class Cgroup:
     def __init__(self, rel, hierarchies):
         self.rel = rel
         self.name = rel.rsplit("/", 1)[-1]
-        self.paths = [os.path.join(CGROUP_FS, h, rel.lstrip("/")) for h in hierarchies]
+        if PURE_V2:     # one hierarchy: every name maps to it
+            self.paths = [os.path.join(CGROUP_FS, rel.lstrip("/"))]
+        else:
+            self.paths = [os.path.join(CGROUP_FS, h, rel.lstrip("/")) for h in hierarchies]
 
     @property
     def unified(self):
@@ -128,6 +162,71 @@ def wait_port(port, proc=None, timeout=10.0, host="127.0.0.1"):
 
 
 # ---------------------------------------------------------------------------
+# pure cgroup v2: where sessions make their cgroups
+
+_v2_base = None
+
+
+def _readf_set(path):
+    try:
+        with open(path) as f:
+            return set(f.read().split())
+    except FileNotFoundError:
+        return set()
+
+
+def _enable_controllers(path):
+    """Enable V2_CONTROLLERS (those available) in path's subtree_control."""
+    want = [c for c in V2_CONTROLLERS if c in _readf_set(os.path.join(path, "cgroup.controllers"))]
+    have = _readf_set(os.path.join(path, "cgroup.subtree_control"))
+    missing = [c for c in want if c not in have]
+    if missing:
+        with open(os.path.join(path, "cgroup.subtree_control"), "w") as f:
+            f.write(" ".join("+" + c for c in missing))
+
+
+def v2_base():
+    """The cgroup (path from the root, no trailing '/') sessions are made below.
+
+    TWTEST_CGROUP_BASE if set, else this process's own cgroup, which systemd
+    must have delegated (Delegate=yes). A delegated cgroup with processes in
+    it cannot pass controllers down (no internal processes), so when this
+    process is the only one there it moves itself into a leaf
+    (twtest-runner-PID) and enables cpu and io in the delegated cgroup.
+    Never the root's subtree_control.
+    """
+    global _v2_base
+    if _v2_base is not None:
+        return _v2_base
+    rel = os.environ.get("TWTEST_CGROUP_BASE")
+    if not rel:
+        with open("/proc/self/cgroup") as f:
+            rel = [l.split(":", 2)[2].strip() for l in f if l.startswith("0::")][0]
+    rel = "/" + rel.strip("/")
+    if rel == "/":
+        raise SetupError("the tests run in the cgroup2 root: run them in a delegated cgroup "
+                         "(systemd-run --scope -p Delegate=yes ...)")
+    path = os.path.join(CGROUP_FS, rel.lstrip("/"))
+    avail = _readf_set(os.path.join(path, "cgroup.controllers"))
+    enabled = _readf_set(os.path.join(path, "cgroup.subtree_control"))
+    if any(c in avail and c not in enabled for c in V2_CONTROLLERS):
+        procs = {int(p) for p in _readf_set(os.path.join(path, "cgroup.procs"))}
+        others = procs - {os.getpid()}
+        if others:
+            raise SetupError("%s holds other processes %s: its controllers cannot be passed to "
+                             "the tests' cgroups (run them alone under systemd-run --scope -p "
+                             "Delegate=yes)" % (rel, sorted(others)))
+        if os.getpid() in procs:
+            leaf = os.path.join(path, "twtest-runner-%d" % os.getpid())
+            os.makedirs(leaf, exist_ok=True)
+            with open(os.path.join(leaf, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        _enable_controllers(path)
+    _v2_base = rel
+    return rel
+
+
+# ---------------------------------------------------------------------------
 # session: owns cgroups, processes and temp dirs, and always cleans them up
 
 _sessions = []
@@ -168,6 +267,8 @@ class Session:
         self.hierarchies = tuple(hierarchies)
         base = "tailwarden-test-%d" % os.getpid()
         self.prefix = "/" + base + ("-" + tag if tag else "")
+        if PURE_V2:
+            self.prefix = v2_base().rstrip("/") + self.prefix
         self.procs = []         # Popen objects, in start order
         self.cgroups = []       # Cgroup objects, in creation order (parents first)
         self.tmpdirs = []
@@ -192,6 +293,15 @@ class Session:
         self.cgroups.append(cg)     # before mkdir: cleanup tolerates missing dirs
         for p in cg.paths:
             os.mkdir(p)
+        if PURE_V2:
+            # Controllers flow down only through subtree_control: enabled in
+            # the session's own cgroups (the prefix, or the parent of a
+            # nested one such as "be/batch"), never above them.
+            parent = os.path.dirname(cg.paths[0])
+            if rel == self.prefix:
+                _enable_controllers(cg.paths[0])
+            elif parent != os.path.join(CGROUP_FS, self.prefix.lstrip("/")):
+                _enable_controllers(parent)
         return cg
 
     def cgroup(self, name):
@@ -851,8 +961,11 @@ def within(a, b, rel=0.0, abs_=0.0):
 def leftovers():
     """Our own cgroups/processes still present after a run (should be none)."""
     found = []
-    for h in ALLOWED_HIERARCHIES:
-        base = os.path.join(CGROUP_FS, h)
+    if PURE_V2:
+        bases = [os.path.join(CGROUP_FS, v2_base().lstrip("/"))] if _v2_base else []
+    else:
+        bases = [os.path.join(CGROUP_FS, h) for h in ALLOWED_HIERARCHIES]
+    for base in bases:
         try:
             for n in os.listdir(base):
                 if n.startswith("tailwarden-test-%d" % os.getpid()):
