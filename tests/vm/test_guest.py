@@ -1,0 +1,419 @@
+#!/usr/bin/python3
+"""tailwarden in a guest VM: a stock Debian kernel, systemd as PID 1, pure cgroup v2.
+
+Runs inside the guest (tests/vm/guest-run, as root, in a scope with
+Delegate=yes), from the read-only share: the tree's binary and test tools at
+/mnt/tw-in/tree, the installed tree (/usr/sbin/tailwarden, tailwarden.service,
+/etc/tailwarden) in the guest's root.
+
+  top       `tailwarden top --count 3 --json` runs; the sensing mode it chose
+            (stderr) is the one this kernel must get: arrival-stamped from
+            6.3 on (tcp_rcv_space_adjust, sock_send_length), the syscall
+            fallback before
+  accuracy  nginx (CPU 0, a cgroup of the test's own) under open-loop load
+            from loadgen (CPU 1) at a rate calibrated so the (possibly
+            emulated) server is far from saturated: the inferred request
+            count equals loadgen's, the inferred p99 is within 0.85..1.15 of
+            the client's kernel-receive p99
+  hog       nginx as a systemd service (tw-web.service) with a latency-
+            critical policy, stress-ng --cpu as a best-effort service on its
+            CPU, the installed tailwarden.service (systemctl enable --now):
+            the hog's cpu.weight and cpu.max are cut, the daemon's mode line
+            says which spans the verdict came from, `systemctl stop
+            tailwarden` restores both
+  unit      (full pass) the same rig, then `systemctl reload tailwarden`,
+            `tailwarden status`, kill -9 of the daemon: the unit's
+            ExecStopPost= (`tailwarden restore`) puts the knobs back before
+            Restart= brings it up again (and it cuts again); stop restores
+
+Under TCG only ratios measured in the same run are asserted, never absolute
+latencies.
+
+Usage: test_guest.py [--quick] [-v] [TEST...]   (PASS/FAIL/SKIP per test and
+"N passed, N failed, N skipped"; exits 1 when a test failed).
+"""
+
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
+import twtest as tw  # noqa: E402
+from twtest import check, SetupError, TestFailure  # noqa: E402
+
+SERVER_CPU, CLIENT_CPU = 0, 1
+INSTALLED = "/usr/sbin/tailwarden"
+POLICY_DIR = "/etc/tailwarden/policies.d"
+QUICK = "--quick" in sys.argv
+ACCURACY_S = 5 if QUICK else 10        # seconds of measured load
+P99_LO, P99_HI = 0.85, 1.15
+UTIL_TARGET = 0.25                     # nginx's share of its CPU at the calibrated rate
+MAX_RATE = 3000
+
+_rate = None        # calibrated once, used by every test
+
+
+def info(msg):
+    tw.log("  " + msg)
+
+
+def readf(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def kernel_version():
+    m = re.match(r"(\d+)\.(\d+)", platform.release())
+    return int(m.group(1)), int(m.group(2))
+
+
+def expected_mode():
+    """What `auto` must pick on this kernel (see sensing/sensor.c choose_mode)."""
+    return "arrival" if kernel_version() >= (6, 3) else "syscall"
+
+
+def mode_of(text):
+    m = re.search(r"sensing mode: (\w+) \((.*)\)", text)
+    return (m.group(1), m.group(2)) if m else (None, None)
+
+
+def cg_usage_us(path):
+    for line in readf(os.path.join(path, "cpu.stat")).splitlines():
+        k, v = line.split()
+        if k == "usage_usec":
+            return int(v)
+    return 0
+
+
+def sh(*argv, check_rc=True, timeout=120):
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=timeout)
+    if check_rc and r.returncode != 0:
+        raise SetupError("%s exited %d: %s" % (" ".join(argv), r.returncode, r.stdout[-800:]))
+    return r
+
+
+def wait_for(what, cond, timeout, step=0.1):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise TestFailure("%s: not within %.0f s" % (what, timeout))
+        time.sleep(step)
+
+
+def calibrate(sess, port, cg_path):
+    """A rate at which nginx uses about UTIL_TARGET of its CPU (emulated or not)."""
+    global _rate
+    if _rate:
+        return _rate
+    probe = 200
+    r = sess.loadgen("http", port, probe, 2, conns=4, cpu=CLIENT_CPU)
+    u0 = cg_usage_us(cg_path)
+    r = sess.loadgen("http", port, probe, 3, conns=4, cpu=CLIENT_CPU)
+    used = (cg_usage_us(cg_path) - u0) / 1e6
+    if r["errors"] or r["completed"] < 0.95 * probe * 3:
+        raise SetupError("nginx cannot serve even %d req/s here: %s" % (probe, r))
+    per_req = used / max(1, r["completed"])
+    _rate = int(max(50, min(MAX_RATE, UTIL_TARGET / max(per_req, 1e-6))))
+    info("calibration: %d req/s used %.0f us of CPU per request (%.1f %% of a CPU); "
+         "rate %d req/s (~%.0f %% of nginx's CPU)"
+         % (probe, per_req * 1e6, 100 * used / 3, _rate, 100 * _rate * per_req))
+    return _rate
+
+
+# ---------------------------------------------------------------------------
+
+def test_top():
+    r = subprocess.run([INSTALLED, "top", "--count", "3", "--json", "--interval", "1"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=180)
+    mode, why = mode_of(r.stderr)
+    info("top stderr: %s" % r.stderr.strip().replace("\n", " | ")[:600])
+    check(r.returncode == 0, "tailwarden top exited %d: %s" % (r.returncode, r.stderr[-800:]))
+    check(mode, "no 'sensing mode:' line on stderr: %s" % r.stderr[-800:])
+    bad = []
+    for line in r.stdout.splitlines():
+        try:
+            json.loads(line)
+        except ValueError:
+            bad.append(line)
+    check(not bad, "non-JSON lines on stdout: %r" % bad[:3])
+    check(mode == expected_mode(), "sensing mode %s on %s, expected %s (%s)"
+          % (mode, platform.release(), expected_mode(), why))
+    return "sensing mode: %s (%s); %d JSON lines" % (mode, why, len(r.stdout.splitlines()))
+
+
+def test_accuracy():
+    with tw.Session(("unified", "cpu"), tag="acc") as sess:
+        web, cli, top_cg = sess.cgroup("web"), sess.cgroup("client"), sess.cgroup("top")
+        check(os.path.exists(os.path.join(web.unified, "cpu.weight")),
+              "the cpu controller is not enabled for the test's cgroups (%s)" % web.unified)
+        srv = sess.nginx(web, cpu=SERVER_CPU)
+        rate = calibrate(sess, srv.port, web.unified)
+        tries = []
+        for attempt in (1, 2):
+            top = sess.top([web], interval=ACCURACY_S + 2.5, cgroup=top_cg)
+            res = sess.loadgen("http", srv.port, rate, ACCURACY_S, conns=8, cpu=CLIENT_CPU,
+                               cgroup=cli)
+            top.wait_past(res["_t_end"])
+            rc = top.stop()
+            check(rc == 0, "tailwarden top exited %s: %s" % (rc, top.stderr_text()[-500:]))
+            if res["errors"]:
+                raise SetupError("loadgen saw %d errors at %d req/s" % (res["errors"], rate))
+            rows = top.rows(web)
+            check(rows, "no object for %s from top" % web.rel)
+            inferred = tw.total(rows)
+            p99 = tw.merged_quantile(rows, 0.99)
+            ref = res["rx_latency_us"]["p99"]
+            ratio = p99 / ref if p99 else None
+            tries.append("run %d (%s): %d req at %d req/s, inferred %d; p99 kernel rx %.0f us, "
+                         "inferred %s us (%s)"
+                         % (attempt, top.mode.split()[0], res["completed"], rate, inferred, ref,
+                            "-" if p99 is None else "%.0f" % p99,
+                            "-" if ratio is None else "%.2f" % ratio))
+            info(tries[-1])
+            check(inferred == res["completed"], "inferred %d requests, loadgen completed %d (%+d); %s"
+                  % (inferred, res["completed"], inferred - res["completed"], "; ".join(tries)))
+            if ratio is not None and P99_LO <= ratio <= P99_HI:
+                break
+        check(ratio is not None and P99_LO <= ratio <= P99_HI,
+              "inferred p99 not within %.2f..%.2f of the client's kernel-receive p99: %s"
+              % (P99_LO, P99_HI, "; ".join(tries)))
+        return "; ".join(tries)
+
+
+# ---------------------------------------------------------------------------
+# nginx and a hog as systemd services, the installed tailwarden.service
+
+UNIT_WEB = "tw-web.service"
+UNIT_HOG = "tw-hog.service"
+WEB_POLICY = """[Service]
+Cgroup=system.slice/%s
+Class=latency-critical
+[Objective]
+Percentile=99
+Target=1us
+Window=1s
+MinRequests=20
+""" % UNIT_WEB
+HOG_POLICY = """[Service]
+Cgroup=system.slice/%s
+Class=best-effort
+[Limits]
+CPUWeight=1..100
+CPUQuota=5%%..max
+""" % UNIT_HOG
+
+
+def unit_cg(unit):
+    return os.path.join(tw.CGROUP_FS, "system.slice", unit)
+
+
+def knobs(unit):
+    d = unit_cg(unit)
+    return {k: readf(os.path.join(d, k)) for k in ("cpu.weight", "cpu.max")}
+
+
+def show(unit, *props):
+    r = sh("systemctl", "show", unit, "-p", ",".join(props))
+    return dict(l.split("=", 1) for l in r.stdout.splitlines() if "=" in l)
+
+
+def journal(unit, since):
+    return sh("journalctl", "-q", "--no-pager", "-o", "cat", "-u", unit,
+              "--since", since, check_rc=False).stdout
+
+
+class HogRig:
+    def __init__(self, sess):
+        self.sess = sess
+        self.port = tw.free_port()
+        d = sess.tmpdir("nginx-unit")
+        os.chmod(d, 0o755)
+        os.makedirs(os.path.join(d, "html"))
+        os.makedirs(os.path.join(d, "logs"))
+        with open(os.path.join(d, "html", "index.html"), "w") as f:
+            f.write("tailwarden test page\n" * 30)
+        conf = os.path.join(d, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(tw.NGINX_CONF.format(dir=d, port=self.port, disk=""))
+        self.since = time.strftime("%Y-%m-%d %H:%M:%S")
+        sess.on_cleanup(self.teardown)
+        # A CPU property on each unit: systemd 252 creates cpu.weight/cpu.max
+        # of a unit only then (system.slice does not enable cpu by default).
+        sh("systemd-run", "--quiet", "--unit", UNIT_WEB, "-p", "CPUWeight=100",
+           "/usr/bin/taskset", "-c", str(SERVER_CPU), "/usr/sbin/nginx", "-p", d + "/",
+           "-c", conf, "-e", os.path.join(d, "logs", "error.log"))
+        tw.wait_port(self.port, timeout=30)
+        sh("systemd-run", "--quiet", "--unit", UNIT_HOG, "-p", "CPUWeight=100",
+           "/usr/bin/taskset", "-c", str(SERVER_CPU), "/usr/bin/stress-ng", "--cpu", "2",
+           "--timeout", "900", "-q")
+        for u in (UNIT_WEB, UNIT_HOG):
+            check(os.path.exists(os.path.join(unit_cg(u), "cpu.weight")),
+                  "%s has no cpu.weight (cpu controller not enabled for it)" % u)
+        self.orig = knobs(UNIT_HOG)
+        os.makedirs(POLICY_DIR, exist_ok=True)
+        for name, body in (("tw-web", WEB_POLICY), ("tw-hog", HOG_POLICY)):
+            with open(os.path.join(POLICY_DIR, name + ".policy"), "w") as f:
+                f.write(body)
+        cli = sess.cgroup("client")
+        rate = calibrate(sess, self.port, unit_cg(UNIT_WEB))
+        self.load = sess.loadgen("http", self.port, rate, 900, conns=4, cpu=CLIENT_CPU,
+                                 cgroup=cli, background=True)
+
+    def start_tailwarden(self):
+        t0 = time.monotonic()
+        sh("systemctl", "enable", "--now", "tailwarden.service", timeout=180)
+        self.ready_s = time.monotonic() - t0
+        check(show("tailwarden.service", "ActiveState")["ActiveState"] == "active",
+              "tailwarden.service not active after enable --now: %s"
+              % journal("tailwarden.service", self.since)[-800:])
+
+    def cut(self):
+        now = knobs(UNIT_HOG)
+        return now if (int(now["cpu.weight"]) < int(self.orig["cpu.weight"])
+                       and now["cpu.max"] != self.orig["cpu.max"]) else None
+
+    def wait_cut(self, timeout=60):
+        try:
+            return wait_for("the hog's cpu.weight and cpu.max cut (from %s)" % self.orig,
+                            self.cut, timeout)
+        except TestFailure as e:
+            raise TestFailure("%s; now %s; journal: %s" % (e, knobs(UNIT_HOG),
+                                                            journal("tailwarden.service",
+                                                                    self.since)[-1500:]))
+
+    def mode_line(self):
+        mode, why = mode_of(journal("tailwarden.service", self.since))
+        check(mode, "no 'sensing mode:' line in tailwarden.service's journal")
+        check(mode == expected_mode(), "daemon's sensing mode %s on %s, expected %s (%s)"
+              % (mode, platform.release(), expected_mode(), why))
+        return mode
+
+    def teardown(self):
+        subprocess.run(["systemctl", "disable", "--now", "tailwarden.service"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
+        for u in (UNIT_HOG, UNIT_WEB):
+            subprocess.run(["systemctl", "stop", u], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=60)
+            subprocess.run(["systemctl", "reset-failed", u], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+        for name in ("tw-web", "tw-hog"):
+            try:
+                os.unlink(os.path.join(POLICY_DIR, name + ".policy"))
+            except FileNotFoundError:
+                pass
+
+
+def decision_reasons():
+    path = "/run/tailwarden/decisions.jsonl"
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def test_hog():
+    with tw.Session(("unified",), tag="hog") as sess:
+        rig = HogRig(sess)
+        rig.start_tailwarden()
+        cut = rig.wait_cut()
+        mode = rig.mode_line()
+        ds = [d for d in decision_reasons() if d.get("cgroup", "").endswith(UNIT_HOG)]
+        reason = ds[0]["reason"] if ds else "(no decision logged)"
+        sh("systemctl", "stop", "tailwarden.service", timeout=120)
+        after = knobs(UNIT_HOG)
+        check(after == rig.orig, "after systemctl stop tailwarden: %s, originally %s"
+              % (after, rig.orig))
+        return ("active %.1f s after enable --now; hog %s -> %s; mode %s; first reason: %s; "
+                "restored by stop" % (rig.ready_s, rig.orig, cut, mode, reason))
+
+
+def test_unit():
+    with tw.Session(("unified",), tag="unit") as sess:
+        rig = HogRig(sess)
+        rig.start_tailwarden()
+        rig.wait_cut()
+        mode = rig.mode_line()
+        # reload: still active, same PID, the policies re-read
+        pid0 = show("tailwarden.service", "MainPID")["MainPID"]
+        sh("systemctl", "reload", "tailwarden.service", timeout=60)
+        st = show("tailwarden.service", "ActiveState", "MainPID")
+        check(st["ActiveState"] == "active" and st["MainPID"] == pid0,
+              "after reload: %s (MainPID was %s)" % (st, pid0))
+        # status: the running daemon's report
+        r = sh("tailwarden", "status", "--json", check_rc=False)
+        check(r.returncode == 0, "tailwarden status --json exited %d: %s" % (r.returncode, r.stdout[-800:]))
+        rep = json.loads(r.stdout)
+        check(rep.get("running") and str(rep.get("pid")) == pid0,
+              "status: running %s pid %s (MainPID %s)" % (rep.get("running"), rep.get("pid"), pid0))
+        check((rep.get("sensing") or "").startswith(expected_mode()),
+              "status: sensing %r, expected %s" % (rep.get("sensing"), expected_mode()))
+        text = sh("tailwarden", "status", check_rc=False)
+        check(text.returncode == 0 and "tw-hog" in text.stdout,
+              "tailwarden status (%d) does not name the hog's policy: %s"
+              % (text.returncode, text.stdout[-800:]))
+        # kill -9: ExecStopPost= restores, Restart= brings it back
+        rig.wait_cut(30)
+        restarts0 = int(show("tailwarden.service", "NRestarts")["NRestarts"] or 0)
+        os.kill(int(pid0), signal.SIGKILL)
+        restored = wait_for("knobs restored by ExecStopPost after kill -9",
+                            lambda: knobs(UNIT_HOG) == rig.orig, 20, step=0.02)
+        wait_for("tailwarden.service restarted after kill -9",
+                 lambda: int(show("tailwarden.service", "NRestarts")["NRestarts"] or 0) > restarts0
+                 and show("tailwarden.service", "ActiveState")["ActiveState"] == "active", 120)
+        pid1 = show("tailwarden.service", "MainPID")["MainPID"]
+        again = rig.wait_cut()
+        sh("systemctl", "stop", "tailwarden.service", timeout=120)
+        after = knobs(UNIT_HOG)
+        check(after == rig.orig, "after stop: %s, originally %s" % (after, rig.orig))
+        return ("mode %s; reload kept pid %s; status --json ok; kill -9: restored %s by "
+                "ExecStopPost, restarted as pid %s, cut again %s; stop restored"
+                % (mode, pid0, bool(restored), pid1, again))
+
+
+TESTS = [("top", test_top), ("accuracy", test_accuracy), ("hog", test_hog)]
+if not QUICK:
+    TESTS.append(("unit", test_unit))
+
+
+def prepare():
+    if not tw.PURE_V2:
+        return "not a pure cgroup v2 host (this suite runs in the guest VMs of tests/vm)"
+    for t in (INSTALLED, tw.TAILWARDEN, tw.LOADGEN):
+        if not os.access(t, os.X_OK):
+            return "%s missing" % t
+    for t in ("nginx", "stress-ng", "systemd-run"):
+        if shutil.which(t) is None:
+            return "%s is not installed in the guest image" % t
+    try:
+        info("tests' cgroups below %s (controllers there: %s)"
+             % (tw.v2_base(), readf(os.path.join(tw.CGROUP_FS, tw.v2_base().lstrip("/"),
+                                                  "cgroup.subtree_control"))))
+    except (SetupError, OSError) as e:
+        return str(e)
+    return None
+
+
+def main(argv):
+    argv = [a for a in argv if a != "--quick"]
+    return tw.main(__doc__, TESTS, argv, "BPF, cgroups and systemd units", prepare=prepare)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
