@@ -66,14 +66,33 @@ static __always_inline void *cg_entry_big(void *map, __u64 cgid, void *zero_map,
 }
 
 /*
+ * b as an index into a histogram that any kernel's verifier accepts: one
+ * clamped in place, in the 64-bit register that indexes. With a plain
+ * "if (b < HIST_BUCKETS)" clang may compare a 32-bit copy and index with
+ * another register, and verifiers before 6.3 or so lose the bound on the
+ * way ("unbounded memory access" on Debian 12's 6.1). Values above the
+ * last bucket never come from hist_bucket_of(); the last bucket holds
+ * everything above anyway.
+ */
+static __always_inline __u64 hist_index(__u32 b)
+{
+	__u64 i = b;
+
+	asm volatile("if %[i] <= %[max] goto +1\n\t"
+		     "%[i] = %[max]\n\t"
+		     : [i] "+r"(i)
+		     : [max] "i"(HIST_BUCKETS - 1));
+	return i;
+}
+
+/*
  * Add n to bucket b of a histogram shared by all CPUs. n may be negative
  * (a reply's span moving to a later bucket); user space diffs buckets as
  * signed 32-bit values.
  */
 static __always_inline void hist_add(__u32 *h, __u32 b, __s32 n)
 {
-	if (b < HIST_BUCKETS)
-		__sync_fetch_and_add(&h[b], n);
+	__sync_fetch_and_add(&h[hist_index(b)], n);
 }
 
 /* x86_64 syscall numbers the raw sys_enter/sys_exit hooks filter on. */

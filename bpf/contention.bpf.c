@@ -271,8 +271,7 @@ static __always_inline void runq_charge(struct task_struct *t, __u64 d, __u64 n)
 		return;
 	r->runq_ns += d;
 	b = hist_bucket_of(d / n);
-	if (b < HIST_BUCKETS)
-		r->hist[b] += n;
+	r->hist[hist_index(b)] += n;
 }
 
 /*

@@ -279,13 +279,26 @@ static __always_inline bool span_ok(struct conn *c, __u64 start, __u64 now)
 	return false;
 }
 
-/* A read-only view of a kernel object as another type; the verifier inlines it (6.2+). */
+/*
+ * The socket as TCP's, read only. Two ways, one per kernel generation, and
+ * each program is built in both flavours (see the end of this file) so
+ * that a kernel loads only the one it can verify:
+ * - bpf_rdonly_cast (a kfunc, 6.2+): the verifier inlines it, the loads
+ *   through it are plain loads;
+ * - bpf_skc_to_tcp_sock (a helper, 5.9+): a call, and NULL for a socket
+ *   that is not a full TCP one.
+ * A program that calls the kfunc is refused whole by a verifier that does
+ * not know it, even on a path never taken, hence the two flavours.
+ */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
 
-/* The socket as TCP's, read only: loads through it are plain loads. */
-static __always_inline const struct tcp_sock *tcp_of(const struct sock *sk)
+enum cast { CAST_KFUNC, CAST_HELPER };
+
+static __always_inline const struct tcp_sock *tcp_of(const struct sock *sk, enum cast how)
 {
-	return bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+	if (how == CAST_KFUNC)
+		return bpf_rdonly_cast(sk, bpf_core_type_id_kernel(struct tcp_sock));
+	return bpf_skc_to_tcp_sock((void *)sk);
 }
 
 /*
@@ -294,18 +307,17 @@ static __always_inline const struct tcp_sock *tcp_of(const struct sock *sk)
  * receive path and of every transmit, and when data is copied to the
  * reader (tcp_rcv_space_adjust, after its tracepoint). Read from that
  * tracepoint, it is when TCP last took in a segment: the request's
- * arrival. One load through a cast the verifier inlines (6.2+, older than
- * the socket tracepoints); 0 before the socket's first event.
+ * arrival. 0 before the socket's first event.
  */
-static __always_inline __u64 sock_clock(const struct sock *sk)
+static __always_inline __u64 sock_clock(const struct tcp_sock *tp)
 {
-	return tcp_of(sk)->tcp_clock_cache;
+	return tp->tcp_clock_cache;
 }
 
 /* Bytes the reader has been given so far (wraps: compare by difference). */
-static __always_inline __u32 sock_copied(const struct sock *sk)
+static __always_inline __u32 sock_copied(const struct tcp_sock *tp)
 {
-	return tcp_of(sk)->copied_seq;
+	return tp->copied_seq;
 }
 
 static __always_inline bool is_tcp(const struct sock *sk)
@@ -317,7 +329,8 @@ static __always_inline bool is_tcp(const struct sock *sk)
 }
 
 /* The connection's state, created if need be, with its direction if new. */
-static __always_inline struct conn *conn_get_sk(struct sock *sk, __u8 dir)
+static __always_inline struct conn *conn_get_sk(struct sock *sk, const struct tcp_sock *tp,
+					       __u8 dir)
 {
 	struct conn *c;
 
@@ -328,7 +341,7 @@ static __always_inline struct conn *conn_get_sk(struct sock *sk, __u8 dir)
 	}
 	if (!c->dir) {
 		c->dir = dir;
-		c->copied_seq = sock_copied(sk);
+		c->copied_seq = sock_copied(tp);
 	}
 	return c;
 }
@@ -353,7 +366,7 @@ static __always_inline __u8 sock_dir(const struct sock *sk)
  * benchmarks, proxies, sidecars), stop at a load or two: no socket
  * storage at all (sk_bpf_storage NULL), or a socket that never listened.
  */
-static __always_inline struct conn *conn_of(struct sock *sk)
+static __always_inline struct conn *conn_of(struct sock *sk, const struct tcp_sock *tp)
 {
 	struct conn *c;
 	__u8 dir;
@@ -366,7 +379,7 @@ static __always_inline struct conn *conn_of(struct sock *sk)
 	dir = sock_dir(sk);
 	if (dir == TW_DIR_CLIENT && !outbound)
 		return NULL;
-	return conn_get_sk(sk, dir);
+	return conn_get_sk(sk, tp, dir);
 }
 
 static __always_inline struct conn *conn_get_addr(__u64 key, __u8 dir)
@@ -486,9 +499,8 @@ static __always_inline void reply_more(struct conn *c, __u64 now)
  * PACE_AHEAD_NS beyond the socket's clock that is a constant the sampled
  * lag takes out (send_end); further, pacing holds packets back: 0.
  */
-static __always_inline __u64 sock_sent_at(const struct sock *sk)
+static __always_inline __u64 sock_sent_at(const struct tcp_sock *tp)
 {
-	const struct tcp_sock *tp = tcp_of(sk);
 	__u64 at = tp->tcp_wstamp_ns;
 
 	if (tp->snd_nxt != tp->write_seq || at > tp->tcp_clock_cache + PACE_AHEAD_NS)
@@ -516,11 +528,11 @@ static __always_inline __u64 sock_sent_at(const struct sock *sk)
  * ever) or more than LAG_MAX_NS after it (the task was preempted) is not
  * kept, and the next send samples again.
  */
-static __always_inline __u64 send_end(struct conn *c, const struct sock *sk, int more)
+static __always_inline __u64 send_end(struct conn *c, const struct tcp_sock *tp, int more)
 {
 	__u64 now, at, lag;
 
-	at = sk ? sock_sent_at(sk) : 0;
+	at = tp ? sock_sent_at(tp) : 0;
 	if (!at)
 		return bpf_ktime_get_ns();
 	if (c->sends && c->lag[more]) {
@@ -539,13 +551,13 @@ static __always_inline __u64 send_end(struct conn *c, const struct sock *sk, int
 	return now;
 }
 
-static __always_inline void server_send(struct conn *c, const struct sock *sk, __u64 len)
+static __always_inline void server_send(struct conn *c, const struct tcp_sock *tp, __u64 len)
 {
 	add_bytes(c, &c->pend_out, len);
 	if (c->phase == PH_REPLY) {
-		reply_more(c, send_end(c, sk, 1));
+		reply_more(c, send_end(c, tp, 1));
 	} else if (c->phase == PH_RECV) {
-		reply_start(c, send_end(c, sk, 0));
+		reply_start(c, send_end(c, tp, 0));
 	}
 	/* Otherwise idle: an unsolicited send (banner, push) starts no request. */
 }
@@ -555,11 +567,11 @@ static __always_inline void server_send(struct conn *c, const struct sock *sk, _
  * loopback the server may have answered by then, so the start is the
  * transmit's clock (sk) when we have the socket, else now.
  */
-static __always_inline void client_send(struct conn *c, const struct sock *sk, __u64 len)
+static __always_inline void client_send(struct conn *c, const struct tcp_sock *tp, __u64 len)
 {
 	add_bytes(c, &c->pend_out, len);
 	if (c->phase != PH_REQ) {
-		c->start_ns = (sk ? sock_clock(sk) : 0) ?: bpf_ktime_get_ns();
+		c->start_ns = (tp ? sock_clock(tp) : 0) ?: bpf_ktime_get_ns();
 		c->phase = PH_REQ;
 	}
 }
@@ -596,15 +608,15 @@ static __always_inline void on_recv(struct conn *c, __u64 len, __u64 arrived)
 	}
 }
 
-/* sk: the socket as a BTF pointer, or NULL (syscall fallback). */
-static __always_inline void on_send(struct conn *c, const struct sock *sk, __u64 len)
+/* tp: the socket as TCP's, or NULL (syscall fallback). */
+static __always_inline void on_send(struct conn *c, const struct tcp_sock *tp, __u64 len)
 {
 	if (!c || (!outbound && c->dir != TW_DIR_SERVER) || !attribute(c))
 		return;
 	if (c->dir == TW_DIR_SERVER)
-		server_send(c, sk, len);
+		server_send(c, tp, len);
 	else
-		client_send(c, sk, len);
+		client_send(c, tp, len);
 }
 
 /*
@@ -615,46 +627,106 @@ static __always_inline void on_send(struct conn *c, const struct sock *sk, __u64
  * the data came in. A read that finds nothing (EAGAIN, common with epoll
  * servers) does not get here. copied_seq has already moved past the data;
  * the difference from the last read is the bytes read (0 for MSG_PEEK).
+ * The tracepoint is 4.16+: every kernel we run on has it.
  */
-SEC("tp_btf/tcp_rcv_space_adjust")
-int BPF_PROG(tw_rcv_space, struct sock *sk)
+static __always_inline int rcv_space(struct sock *sk, enum cast how)
 {
-	struct conn *c = conn_of(sk);
+	const struct tcp_sock *tp = tcp_of(sk, how);
+	struct conn *c;
 	__u32 seq;
 
+	if (!tp)
+		return 0;
+	c = conn_of(sk, tp);
 	if (!c)
 		return 0;
-	seq = sock_copied(sk);
-	on_recv(c, seq - c->copied_seq, sock_clock(sk));
+	seq = sock_copied(tp);
+	on_recv(c, seq - c->copied_seq, sock_clock(tp));
 	c->copied_seq = seq;
 	return 0;
 }
 
+/* A send of ret bytes (or -errno) on sk has returned, in the sender's context. */
+static __always_inline int sent(struct sock *sk, long ret, enum cast how)
+{
+	const struct tcp_sock *tp;
+
+	if (ret <= 0)
+		return 0;
+	tp = tcp_of(sk, how);
+	if (tp)
+		on_send(conn_of(sk, tp), tp, ret);
+	return 0;
+}
+
+SEC("tp_btf/tcp_rcv_space_adjust")
+int BPF_PROG(tw_rcv_space, struct sock *sk)
+{
+	return rcv_space(sk, CAST_KFUNC);
+}
+
+SEC("tp_btf/tcp_rcv_space_adjust")
+int BPF_PROG(tw_rcv_space_h, struct sock *sk)
+{
+	return rcv_space(sk, CAST_HELPER);
+}
+
 /*
- * sock_recv_length / sock_send_length fire at the end of sock_recvmsg() /
- * sock_sendmsg(), in the caller's task context, for every socket family
- * and for read/recv*, write/send*, sendfile/splice and io_uring alike.
- * ret is the byte count or -errno (EAGAIN is common: ignore it). On
- * loopback the peer has already been handed the data when they fire.
- * sock_recv_length serves only the receive mode, where a request starts
- * at its first read.
+ * sock_recv_length / sock_send_length (6.3+) fire at the end of
+ * sock_recvmsg() / sock_sendmsg(), in the caller's task context, for every
+ * socket family and for read/recv*, write/send*, sendfile/splice and
+ * io_uring alike. ret is the byte count or -errno (EAGAIN is common:
+ * ignore it). On loopback the peer has already been handed the data when
+ * they fire. sock_recv_length serves only the receive mode, where a
+ * request starts at its first read. Both exist only where the kfunc does.
  */
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(tw_sock_recv, struct sock *sk, int ret, int flags)
 {
 	if (ret <= 0 || (flags & 2 /* MSG_PEEK */) || !is_tcp(sk))
 		return 0;
-	on_recv(conn_of(sk), ret, 0);
+	on_recv(conn_of(sk, tcp_of(sk, CAST_KFUNC)), ret, 0);
 	return 0;
 }
 
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(tw_sock_send, struct sock *sk, int ret, int flags)
 {
-	if (ret <= 0 || !is_tcp(sk))
+	if (!is_tcp(sk))
 		return 0;
-	on_send(conn_of(sk), sk, ret);
-	return 0;
+	return sent(sk, ret, CAST_KFUNC);
+}
+
+/* The helper flavour: a kernel with the tracepoint but without the kfunc. */
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(tw_sock_send_h, struct sock *sk, int ret, int flags)
+{
+	if (!is_tcp(sk))
+		return 0;
+	return sent(sk, ret, CAST_HELPER);
+}
+
+/*
+ * Before 6.3 there is no sock_send_length: the same moment is the return
+ * of TCP's own send functions, seen by fexit (a trampoline, in the
+ * sender's context, with the return value). tcp_sendmsg takes write,
+ * send*, writev and io_uring sends; sendfile and splice reach TCP through
+ * tcp_sendpage, once per page, until 6.5 folded it into tcp_sendmsg.
+ * fexit needs the kernel's BTF and ftrace direct calls: Debian's kernels
+ * have them; where the kernel refuses (EPERM on some hardened or custom
+ * kernels), user space falls back to the syscall mode.
+ */
+SEC("fexit/tcp_sendmsg")
+int BPF_PROG(tw_tcp_sendmsg, struct sock *sk, struct msghdr *msg, size_t size, int ret)
+{
+	return sent(sk, ret, CAST_HELPER);
+}
+
+SEC("fexit/tcp_sendpage")
+int BPF_PROG(tw_tcp_sendpage, struct sock *sk, struct page *page, int offset, size_t size,
+	     int flags, int ret)
+{
+	return sent(sk, ret, CAST_HELPER);
 }
 
 /*
@@ -663,12 +735,13 @@ int BPF_PROG(tw_sock_send, struct sock *sk, int ret, int flags)
  * byte counts and lose their state, so that a struct sock reused at the
  * same address starts clean.
  */
-SEC("tp_btf/inet_sock_set_state")
-int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int newstate)
+static __always_inline int set_state(const struct sock *sk, int oldstate, int newstate,
+				     enum cast how)
 {
 	struct sock *s = (struct sock *)sk;
 	__u64 key = (__u64)sk;
 	struct tw_cg_counters *cnt;
+	const struct tcp_sock *tp;
 	struct conn *c;
 
 	if (sk->sk_protocol != IPPROTO_TCP)
@@ -680,11 +753,14 @@ int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int 
 		/* Client connections of the socket modes need no state (conn_of). */
 		if (dir == TW_DIR_CLIENT && !outbound && !conns_by_addr)
 			return 0;
+		tp = tcp_of(sk, how);
+		if (!tp)
+			return 0;
 		c = conns_by_addr ? conn_get_addr(key, dir) :
-				    conn_get_sk(s, dir);
+				    conn_get_sk(s, tp, dir);
 		if (c)
 			*c = (struct conn){ .dir = dir, .flushed_ns = bpf_ktime_get_ns(),
-					    .copied_seq = sock_copied(sk) };
+					    .copied_seq = sock_copied(tp) };
 		return 0;
 	}
 	if (newstate != TCP_CLOSE)
@@ -704,6 +780,18 @@ int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int 
 	else
 		bpf_sk_storage_delete(&tw_sk_conns, s);
 	return 0;
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(tw_set_state, const struct sock *sk, const int oldstate, const int newstate)
+{
+	return set_state(sk, oldstate, newstate, CAST_KFUNC);
+}
+
+SEC("tp_btf/inet_sock_set_state")
+int BPF_PROG(tw_set_state_h, const struct sock *sk, const int oldstate, const int newstate)
+{
+	return set_state(sk, oldstate, newstate, CAST_HELPER);
 }
 
 /*

@@ -12,7 +12,7 @@
 
 /*
  * For the fault tests only: TAILWARDEN_TEST_HIDE_TRACEPOINTS=a,b makes
- * tracepoints a and b look absent, as on an older kernel, so that the
+ * tracepoints (or kernel functions, kfuncs) a and b look absent, as on an older kernel, so that the
  * fallbacks and what the daemon says about them run on this one.
  */
 static bool hidden(const char *name)
@@ -34,6 +34,13 @@ bool bpf_util_has_tracepoint(const struct btf *btf, const char *name)
 		return false;
 	snprintf(type, sizeof(type), "btf_trace_%s", name);
 	return btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF) >= 0;
+}
+
+bool bpf_util_has_func(const struct btf *btf, const char *name)
+{
+	if (hidden(name))
+		return false;
+	return btf__find_by_name_kind(btf, name, BTF_KIND_FUNC) >= 0;
 }
 
 bool bpf_util_has_member(const struct btf *btf, const char *st, const char *field)

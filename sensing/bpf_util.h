@@ -13,6 +13,8 @@ struct btf;
 
 /* Does this kernel have the BTF tracepoint name (so tp_btf/name attaches)? */
 bool bpf_util_has_tracepoint(const struct btf *btf, const char *name);
+/* Does this kernel have the function (or kfunc) name in its BTF (fexit, ksym)? */
+bool bpf_util_has_func(const struct btf *btf, const char *name);
 /* Does struct st have a member called field? */
 bool bpf_util_has_member(const struct btf *btf, const char *st, const char *field);
 /*

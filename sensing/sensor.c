@@ -18,6 +18,7 @@ struct sensor {
 	struct sensor_bpf *skel;
 	enum sensor_mode mode;
 	const char *reason;
+	char reason_buf[320];	/* when the reason is made at load (load_fallback) */
 	int ncpus;
 };
 
@@ -56,41 +57,89 @@ const char *sensor_mode_name(enum sensor_mode mode)
 	return mode_names[mode];
 }
 
+/*
+ * The hooks a kernel offers the request sensor, found in its BTF. Which
+ * programs load follows from them and the mode (configure()).
+ */
+struct hooks {
+	bool copy;	 /* tracepoint tcp_rcv_space_adjust (4.16+): the arrival stamp */
+	bool send_tp;	 /* tracepoint sock_send_length (6.3+): a send's end */
+	bool recv_tp;	 /* tracepoint sock_recv_length (6.3+): the receive mode's start */
+	bool kfunc;	 /* kfunc bpf_rdonly_cast (6.2+): else bpf_skc_to_tcp_sock */
+	bool sendmsg;	 /* tcp_sendmsg for fexit, where sock_send_length is missing */
+	bool sendpage;	 /* tcp_sendpage for fexit (sendfile and splice, before 6.5) */
+	bool sys;	 /* tracepoint sys_exit: the syscall fallback */
+};
+
+static void find_hooks(const struct btf *btf, struct hooks *h)
+{
+	h->copy = bpf_util_has_tracepoint(btf, "tcp_rcv_space_adjust");
+	h->send_tp = bpf_util_has_tracepoint(btf, "sock_send_length");
+	h->recv_tp = bpf_util_has_tracepoint(btf, "sock_recv_length");
+	h->kfunc = bpf_util_has_func(btf, "bpf_rdonly_cast");
+	h->sendmsg = bpf_util_has_func(btf, "tcp_sendmsg");
+	h->sendpage = bpf_util_has_func(btf, "tcp_sendpage");
+	h->sys = bpf_util_has_tracepoint(btf, "sys_exit");
+}
+
+/* Does the arrival mode end its spans at fexit of TCP's send functions? */
+static bool send_by_fexit(const struct hooks *h)
+{
+	return !h->send_tp && h->sendmsg;
+}
+
+static const char *arrival_why(const struct hooks *h)
+{
+	if (!h->copy)
+		return "mode arrival needs the tcp_rcv_space_adjust tracepoint (4.16+)";
+	if (h->send_tp)
+		return "arrival-stamped: spans start when request bytes reached the socket (its clock, read when they are copied to the server: tcp_rcv_space_adjust), end at the reply's last send (sock_send_length)";
+	if (h->sendmsg)
+		return "arrival-stamped: spans start when request bytes reached the socket (its clock, read when they are copied to the server: tcp_rcv_space_adjust), end at the reply's last send (fexit of tcp_sendmsg/tcp_sendpage: this kernel has no sock_send_length tracepoint, 6.3+)";
+	return "mode arrival needs the sock_send_length tracepoint (6.3+) or tcp_sendmsg in the kernel's BTF for fexit";
+}
+
+static const char *syscall_why(const struct hooks *h, enum sensor_mode asked)
+{
+	if (!h->sys)
+		return "kernel has neither the socket hooks nor the sys_exit tracepoint";
+	if (asked == SENSOR_MODE_SYSCALL)
+		return "syscall fallback (requested): receive-stamped spans from socket syscall exits; costs every syscall on the host";
+	return "syscall fallback: kernel offers neither tcp_rcv_space_adjust with a send hook nor the sock_recv_length/sock_send_length tracepoints (6.3+); receive-stamped spans from socket syscall exits, at a cost to every syscall";
+}
+
 /* Pick the best mode this kernel supports, or check the requested one. */
-static int choose_mode(const struct btf *btf, enum sensor_mode want,
+static int choose_mode(const struct btf *btf, enum sensor_mode want, struct hooks *h,
 		       enum sensor_mode *mode, const char **why)
 {
-	bool send = bpf_util_has_tracepoint(btf, "sock_send_length");
-	bool sock = send && bpf_util_has_tracepoint(btf, "sock_recv_length");
-	bool copy = send && bpf_util_has_tracepoint(btf, "tcp_rcv_space_adjust");
-	bool sys = bpf_util_has_tracepoint(btf, "sys_exit");
+	bool arrival, receive;
 
+	find_hooks(btf, h);
+	arrival = h->copy && (h->send_tp || h->sendmsg);
+	receive = h->recv_tp && h->send_tp;
 	if (!bpf_util_has_tracepoint(btf, "inet_sock_set_state")) {
 		*why = "kernel has no inet_sock_set_state tracepoint (4.16+): connections cannot be tracked";
 		return -EOPNOTSUPP;
 	}
 	if (want == SENSOR_MODE_AUTO)
-		want = copy ? SENSOR_MODE_ARRIVAL : sock ? SENSOR_MODE_RECEIVE : SENSOR_MODE_SYSCALL;
+		want = arrival ? SENSOR_MODE_ARRIVAL : receive ? SENSOR_MODE_RECEIVE : SENSOR_MODE_SYSCALL;
 	*mode = want;
 	switch (want) {
 	case SENSOR_MODE_ARRIVAL:
-		*why = copy ? "arrival-stamped: spans start when request bytes reached the socket (its clock, read when they are copied to the server: tcp_rcv_space_adjust), end at the reply's last send (sock_send_length)" :
-			"mode arrival needs tracepoints tcp_rcv_space_adjust and sock_send_length (6.3+)";
-		return copy ? 0 : -EOPNOTSUPP;
+		*why = arrival_why(h);
+		return arrival ? 0 : -EOPNOTSUPP;
 	case SENSOR_MODE_RECEIVE:
-		*why = sock ? (copy ? "receive-stamped (requested): spans start at the server's first receive; time queued before it is not seen" :
-			       "receive-stamped: kernel has no tcp_rcv_space_adjust tracepoint, so spans start at the server's first receive and miss time queued before it") :
+		*why = receive ? (h->copy ? "receive-stamped (requested): spans start at the server's first receive; time queued before it is not seen" :
+				  "receive-stamped: kernel has no tcp_rcv_space_adjust tracepoint, so spans start at the server's first receive and miss time queued before it") :
 			"mode receive needs tracepoints sock_recv_length/sock_send_length (6.3+)";
-		return sock ? 0 : -EOPNOTSUPP;
+		return receive ? 0 : -EOPNOTSUPP;
 	default:
-		*why = sys ? (sock ? "syscall fallback (requested): receive-stamped spans from socket syscall exits; costs every syscall on the host" :
-			      "syscall fallback: kernel has no sock_recv_length/sock_send_length tracepoints (6.3+); receive-stamped spans from socket syscall exits, at a cost to every syscall") :
-			"kernel has neither the socket tracepoints (6.3+) nor the sys_exit tracepoint";
-		return sys ? 0 : -EOPNOTSUPP;
+		*why = syscall_why(h, want);
+		return h->sys ? 0 : -EOPNOTSUPP;
 	}
 }
 
-static int probe(enum sensor_mode want, enum sensor_mode *mode, const char **why)
+static int probe(enum sensor_mode want, struct hooks *h, enum sensor_mode *mode, const char **why)
 {
 	struct btf *btf;
 	int r;
@@ -103,7 +152,7 @@ static int probe(enum sensor_mode want, enum sensor_mode *mode, const char **why
 		*why = BPF_UTIL_NO_BTF;
 		return -ENOENT;
 	}
-	r = choose_mode(btf, want, mode, why);
+	r = choose_mode(btf, want, h, mode, why);
 	btf__free(btf);
 	return r;
 }
@@ -125,8 +174,11 @@ static int fill_slots(struct sensor_bpf *skel, uint32_t n)
 	return 0;
 }
 
-static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum sensor_mode mode)
+static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum sensor_mode mode,
+		     const struct hooks *h)
 {
+	bool arrival = mode == SENSOR_MODE_ARRIVAL, fexit = arrival && send_by_fexit(h);
+	bool sock_send = (arrival && !fexit) || mode == SENSOR_MODE_RECEIVE;
 	int r;
 
 	skel->rodata->quiet_ns = o->quiet_ns;
@@ -146,23 +198,92 @@ static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum 
 		r = bpf_map__set_max_entries(skel->maps.tw_free_slots, hist_slots(o));
 	if (r)
 		return r;
-	bpf_program__set_autoload(skel->progs.tw_rcv_space, mode == SENSOR_MODE_ARRIVAL);
+	/*
+	 * Each program that reads TCP's fields comes in two flavours (see
+	 * tcp_of() in sensor.bpf.c): a verifier refuses a program whole for a
+	 * kfunc it does not know, so only the flavour this kernel has loads.
+	 * The receive mode needs 6.3+, where the kfunc always is.
+	 */
+	bpf_program__set_autoload(skel->progs.tw_rcv_space, arrival && h->kfunc);
+	bpf_program__set_autoload(skel->progs.tw_rcv_space_h, arrival && !h->kfunc);
 	bpf_program__set_autoload(skel->progs.tw_sock_recv, mode == SENSOR_MODE_RECEIVE);
-	bpf_program__set_autoload(skel->progs.tw_sock_send, mode != SENSOR_MODE_SYSCALL);
+	bpf_program__set_autoload(skel->progs.tw_sock_send, sock_send && h->kfunc);
+	bpf_program__set_autoload(skel->progs.tw_sock_send_h, sock_send && !h->kfunc);
+	bpf_program__set_autoload(skel->progs.tw_tcp_sendmsg, fexit);
+	bpf_program__set_autoload(skel->progs.tw_tcp_sendpage, fexit && h->sendpage);
+	bpf_program__set_autoload(skel->progs.tw_set_state, h->kfunc);
+	bpf_program__set_autoload(skel->progs.tw_set_state_h, !h->kfunc);
 	bpf_program__set_autoload(skel->progs.tw_sys_exit, mode == SENSOR_MODE_SYSCALL);
+	return 0;
+}
+
+/* Open, configure, load and attach the programs of one mode, into s->skel. */
+static int load(struct sensor *s, const struct sensor_opts *opts, enum sensor_mode mode,
+		const struct hooks *h, const char **why)
+{
+	int r;
+
+	s->skel = sensor_bpf__open();
+	if (!s->skel) {
+		*why = "cannot open the BPF object";
+		return -errno;
+	}
+	r = configure(s->skel, opts, mode, h);
+	if (!r)
+		r = sensor_bpf__load(s->skel);
+	if (r) {
+		*why = "the kernel refused to load the BPF sensor (TAILWARDEN_DEBUG_LIBBPF=1 shows the verifier log)";
+		return r;
+	}
+	r = fill_slots(s->skel, hist_slots(opts));
+	if (r) {
+		*why = "cannot queue the request sensor's histogram slots";
+		return r;
+	}
+	r = sensor_bpf__attach(s->skel);
+	if (r)
+		*why = "cannot attach the BPF sensor to its hooks";
+	return r;
+}
+
+/*
+ * fexit needs what BTF cannot show (ftrace direct calls, a kernel that
+ * allows trampolines): when the arrival mode's fexit programs fail and the
+ * mode was not asked for by name, the syscall fallback takes over, and the
+ * reason says why.
+ */
+static int load_fallback(struct sensor *s, const struct sensor_opts *opts, const struct hooks *h,
+			 int err, const char **why)
+{
+	int r;
+
+	sensor_bpf__destroy(s->skel);
+	s->skel = NULL;
+	if (!h->sys)
+		return err;
+	snprintf(s->reason_buf, sizeof(s->reason_buf),
+		 "syscall fallback: this kernel has no sock_send_length tracepoint (6.3+) and refused fexit on tcp_sendmsg (%s); receive-stamped spans from socket syscall exits, at a cost to every syscall",
+		 strerror(-err));
+	r = load(s, opts, SENSOR_MODE_SYSCALL, h, why);
+	if (r)
+		return r;
+	s->mode = SENSOR_MODE_SYSCALL;
+	s->reason = s->reason_buf;
+	*why = s->reason;
 	return 0;
 }
 
 int sensor_open(const struct sensor_opts *opts, struct sensor **out, const char **why)
 {
 	struct sensor *s;
+	struct hooks h;
 	int r;
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	bpf_util_quiet_libbpf();
-	r = probe(opts->mode, &s->mode, why);
+	r = probe(opts->mode, &h, &s->mode, why);
 	if (r)
 		goto fail;
 	s->reason = *why;
@@ -172,29 +293,12 @@ int sensor_open(const struct sensor_opts *opts, struct sensor **out, const char 
 		*why = "cannot count possible CPUs";
 		goto fail;
 	}
-	s->skel = sensor_bpf__open();
-	if (!s->skel) {
-		r = -errno;
-		*why = "cannot open the BPF object";
+	r = load(s, opts, s->mode, &h, why);
+	if (r && s->mode == SENSOR_MODE_ARRIVAL && send_by_fexit(&h) && opts->mode == SENSOR_MODE_AUTO)
+		r = load_fallback(s, opts, &h, r, why);
+	if (r)
 		goto fail;
-	}
-	r = configure(s->skel, opts, s->mode);
-	if (!r)
-		r = sensor_bpf__load(s->skel);
-	if (r) {
-		*why = "the kernel refused to load the BPF sensor (TAILWARDEN_DEBUG_LIBBPF=1 shows the verifier log)";
-		goto fail;
-	}
-	r = fill_slots(s->skel, hist_slots(opts));
-	if (r) {
-		*why = "cannot queue the request sensor's histogram slots";
-		goto fail;
-	}
-	r = sensor_bpf__attach(s->skel);
-	if (r) {
-		*why = "cannot attach the BPF sensor to its tracepoints";
-		goto fail;
-	}
+	*why = s->reason;
 	*out = s;
 	return 0;
 fail:

@@ -14,7 +14,7 @@
 
 enum sensor_mode {
 	SENSOR_MODE_AUTO,
-	SENSOR_MODE_ARRIVAL, /* the socket's clock at the first copy stamps arrival (6.3+) */
+	SENSOR_MODE_ARRIVAL, /* the socket's clock at the first copy stamps arrival */
 	SENSOR_MODE_RECEIVE, /* first receive stamps start (6.3+) */
 	SENSOR_MODE_SYSCALL, /* syscall-exit fallback, receive-stamped */
 };
