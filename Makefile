@@ -53,7 +53,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop $(OUTPUT)/tests/knobtool
 BENCH_TOOLS := $(OUTPUT)/tests/onoff $(OUTPUT)/tests/floor.bpf.o $(OUTPUT)/tests/floor_switch.bpf.o
 
-.PHONY: all clean check check-layers contrib unit integration deps bench demo soak tests install uninstall fuzz fuzz-short
+.PHONY: all clean check check-layers contrib unit integration deps bench demo soak tests install uninstall fuzz fuzz-short vm-check vm-check-quick vm-image
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -129,7 +129,7 @@ tests: tailwarden $(UNIT_TESTS) $(TEST_TOOLS)
 PACKAGES := clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libjson-c-dev \
 	libcmocka-dev libcpupower-dev libinih-dev libsystemd-dev libmicrohttpd-dev libclang-rt-dev pkg-config make python3 nginx-light redis-server redis-tools \
 	memcached wrk stress-ng fio gnuplot-nox prometheus bash-completion groff-base man-db \
-	systemd dbus-user-session
+	systemd dbus-user-session qemu-system-x86 qemu-utils debootstrap
 deps:
 	$(Q)scripts/install-deps $(PACKAGES)
 
@@ -169,6 +169,26 @@ check: deps
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)$(MAKE) --no-print-directory fuzz-short
 	$(Q)$(MAKE) --no-print-directory integration
+	$(Q)$(MAKE) --no-print-directory vm-check-quick
+
+# Guest VMs (tests/vm, docs/vm.md): Debian's stock kernels, bookworm 6.1
+# and trixie 6.12, with systemd as PID 1 on pure cgroup v2, in qemu without
+# a network device. The image is built once from Debian packages and cached
+# in TW_VM_CACHE (default /var/cache/tailwarden-vm). VM_KERNELS="trixie" boots
+# only that one; VM_ARGS adds options of tests/vm/run (-v, --timeout S).
+VM_KERNELS ?= bookworm trixie
+vm_run = tests/vm/run --no-make --keep-going $(foreach k,$(VM_KERNELS),--kernel $(k)) $(VM_ARGS)
+
+vm-image:
+	$(Q)tests/vm/build-image
+
+vm-check: deps
+	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS)
+	$(Q)$(vm_run)
+
+vm-check-quick: deps
+	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS)
+	$(Q)$(vm_run) --quick
 
 bench: deps
 	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS) $(BENCH_TOOLS)
