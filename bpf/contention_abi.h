@@ -7,7 +7,7 @@
 #ifndef TW_BPF_CONTENTION_ABI_H
 #define TW_BPF_CONTENTION_ABI_H
 
-#include "bpf/sensor_abi.h" /* HIST_BUCKETS: the same log-linear histogram */
+#include "bpf/hist_bucket.h" /* HIST_BUCKETS: the same log-linear histogram */
 
 /* Global drop counters: index into the per-CPU array map ct_drops. */
 enum ct_drop {

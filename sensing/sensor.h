@@ -3,8 +3,8 @@
  * Request sensing: loads and attaches the BPF sensor, reads its cumulative
  * per-cgroup maps, and turns two reads into per-cgroup QoS samples.
  */
-#ifndef TW_SENSING_H
-#define TW_SENSING_H
+#ifndef TW_SENSING_SENSOR_H
+#define TW_SENSING_SENSOR_H
 
 #include <stdbool.h>
 #include <stddef.h>
