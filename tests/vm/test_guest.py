@@ -6,10 +6,8 @@ Delegate=yes), from the read-only share: the tree's binary and test tools at
 /mnt/tw-in/tree, the installed tree (/usr/sbin/tailwarden, tailwarden.service,
 /etc/tailwarden) in the guest's root.
 
-  top       `tailwarden top --count 3 --json` runs; the sensing mode it chose
-            (stderr) is the one this kernel must get: arrival-stamped from
-            6.3 on (tcp_rcv_space_adjust, sock_send_length), the syscall
-            fallback before
+  top       `tailwarden top --count 3 --json` runs and prints JSON only; the
+            sensing mode it chose (its stderr line) is printed
   accuracy  nginx (CPU 0, a cgroup of the test's own) under open-loop load
             from loadgen (CPU 1) at a rate calibrated so the (possibly
             emulated) server is far from saturated: the inferred request
@@ -19,7 +17,7 @@ Delegate=yes), from the read-only share: the tree's binary and test tools at
             critical policy, stress-ng --cpu as a best-effort service on its
             CPU, the installed tailwarden.service (systemctl enable --now):
             the hog's cpu.weight and cpu.max are cut, the daemon's mode line
-            says which spans the verdict came from, `systemctl stop
+            says the verdict came from arrival-stamped spans, `systemctl stop
             tailwarden` restores both
   unit      (full pass) the same rig, then `systemctl reload tailwarden`,
             `tailwarden status`, kill -9 of the daemon: the unit's
@@ -68,14 +66,10 @@ def readf(path):
         return f.read().strip()
 
 
-def kernel_version():
-    m = re.match(r"(\d+)\.(\d+)", platform.release())
-    return int(m.group(1)), int(m.group(2))
-
-
 def expected_mode():
-    """What `auto` must pick on this kernel (see sensing/sensor.c choose_mode)."""
-    return "arrival" if kernel_version() >= (6, 3) else "syscall"
+    """The mode the daemon's latency verdicts must come from: arrival-stamped
+    spans (TW_VM_EXPECT_MODE overrides, e.g. to accept the syscall fallback)."""
+    return os.environ.get("TW_VM_EXPECT_MODE", "arrival")
 
 
 def mode_of(text):
@@ -146,8 +140,6 @@ def test_top():
         except ValueError:
             bad.append(line)
     check(not bad, "non-JSON lines on stdout: %r" % bad[:3])
-    check(mode == expected_mode(), "sensing mode %s on %s, expected %s (%s)"
-          % (mode, platform.release(), expected_mode(), why))
     return "sensing mode: %s (%s); %d JSON lines" % (mode, why, len(r.stdout.splitlines()))
 
 
