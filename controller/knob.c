@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Actuators on cgroupfs (v2 cpu.max, cpu.weight, io.weight; v1
- * cpu.cfs_quota_us/cpu.cfs_period_us, cpu.shares, blkio.bfq.weight) and on
+ * Actuators on cgroupfs (v2 cpu.max, cpu.weight, io.bfq.weight or io.weight;
+ * v1 cpu.cfs_quota_us/cpu.cfs_period_us, cpu.shares, blkio.bfq.weight) and on
  * the CPU frequency (knob_freq.c). Each write reads the file, writes, and
  * reads back; a value the kernel did not keep is -EIO. The comparison is
  * made in the file's own units, since converting to v1 units loses
@@ -15,11 +15,18 @@
  *            below the kernel's 1 ms minimum are -ERANGE.
  *   weight   cpu.weight 1..10000 as is (rounded to an integer); v1
  *            cpu.shares as systemd does it (knob_weight_to_shares).
- *   io       io.weight "default N" as is; v1 blkio.bfq.weight one to one,
- *            saturating at 1000 (knob_io_weight_to_bfq).
+ *   io       v2 io.weight "default N" as is; the BFQ scheduler's own files
+ *            (v2 io.bfq.weight "default N", v1 blkio.bfq.weight) one to
+ *            one, saturating at 1000 (knob_io_weight_to_bfq).
+ *
+ * On cgroup v2 a knob's file exists only while its controller is enabled
+ * in the parent's cgroup.subtree_control; knob_subtree_plan() and
+ * knob_subtree_write() (at the end) find and make that change, and
+ * knob_subtree_restore() undoes it.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
@@ -54,7 +61,9 @@
 
 struct slot {
 	const char *why;   /* NULL when available */
+	const char *ctrl;  /* v2: the controller not enabled for the cgroup, or NULL */
 	bool v2;
+	bool bfq;          /* io.bfq.weight or blkio.bfq.weight: 1..1000 */
 	char *file;        /* the value; v1 quota: cpu.cfs_quota_us */
 	char *period;      /* v1 quota only: cpu.cfs_period_us */
 	char *shown;       /* for logs, relative to the base */
@@ -262,12 +271,10 @@ static int to_file_units(const struct slot *s, enum knob_kind kind, double v, lo
 	w = llround(v);
 	if (w < (long long)CG_WEIGHT_MIN || w > (long long)CG_WEIGHT_MAX)
 		return -ERANGE;
-	if (s->v2)
-		*out = w;
-	else if (kind == KNOB_CPU_WEIGHT)
-		*out = knob_weight_to_shares(w);
+	if (kind == KNOB_CPU_WEIGHT)
+		*out = s->v2 ? w : (long long)knob_weight_to_shares(w);
 	else
-		*out = knob_io_weight_to_bfq(w);
+		*out = s->bfq ? (long long)knob_io_weight_to_bfq(w) : w;
 	return 0;
 }
 
@@ -286,12 +293,10 @@ static int to_canonical(const struct slot *s, enum knob_kind kind, long long v, 
 	}
 	if (v < 0)
 		return -EBADMSG;
-	if (s->v2)
-		*out = v;
-	else if (kind == KNOB_CPU_WEIGHT)
-		*out = knob_shares_to_weight(v);
+	if (kind == KNOB_CPU_WEIGHT)
+		*out = s->v2 ? (double)v : knob_shares_to_weight(v);
 	else
-		*out = knob_bfq_to_io_weight(v);
+		*out = s->bfq ? knob_bfq_to_io_weight(v) : (double)v;
 	return 0;
 }
 
@@ -387,15 +392,38 @@ static int slot_init(struct slot *s, const char *base, const char *dir, const ch
 	return 0;
 }
 
+/*
+ * A v2 knob whose file is missing: its controller is not enabled for the
+ * cgroup (not in its own cgroup.controllers, which lists what its parent's
+ * cgroup.subtree_control gives it), or the kernel lacks the file.
+ */
+static void v2_missing(struct slot *s, const char *dir, const char *ctrl, const char *nofile)
+{
+	static const char nocpu[] = "cpu controller not enabled for this cgroup (not in cgroup.subtree_control of its parent)",
+		noio[] = "io controller not enabled for this cgroup (not in cgroup.subtree_control of its parent)";
+	char path[2 * PATH_MAX + 32], list[512];
+
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", dir);
+	if (read_line(path, list, sizeof(list)) == 0 && has_word(list, ctrl)) {
+		s->why = nofile;
+		return;
+	}
+	s->why = strcmp(ctrl, "cpu") ? noio : nocpu;
+	s->ctrl = strcmp(ctrl, "cpu") ? "io" : "cpu";
+}
+
 static int open_cgroupfs(struct knobs *k, const char *base, const char *rel, const char *ctrl,
 			 bool *found)
 {
 	static const char gone[] = "cgroup does not exist",
-		nocpu[] = "cpu controller not enabled for this cgroup (cgroup.subtree_control of its parent)",
-		noio[] = "io controller not enabled for this cgroup (cgroup.subtree_control of its parent)",
 		nov1cpu[] = "cgroup not in the cgroup v1 cpu hierarchy (and no cgroup v2 cpu controller)",
-		nov1blk[] = "cgroup not in the cgroup v1 blkio hierarchy (and no cgroup v2 io controller)";
+		nov1blk[] = "cgroup not in the cgroup v1 blkio hierarchy (and no cgroup v2 io controller)",
+		noquota[] = "cpu.cfs_quota_us missing: kernel without CFS bandwidth control",
+		nomax[] = "cpu.max missing: kernel without CFS bandwidth control",
+		noweight[] = "cpu.weight missing",
+		noio[] = "neither io.bfq.weight (the bfq I/O scheduler is not loaded) nor io.weight (no io.cost in this kernel)";
 	char v2dir[2 * PATH_MAX + 16], cpudir[2 * PATH_MAX + 16], blkdir[2 * PATH_MAX + 16];
+	char bfq[2 * PATH_MAX + 32];
 	struct slot *s = k->s;
 	int r;
 
@@ -406,24 +434,40 @@ static int open_cgroupfs(struct knobs *k, const char *base, const char *rel, con
 	if (*ctrl && exists(v2dir))
 		*found = true;
 	if (has_word(ctrl, "cpu")) {
-		r = slot_init(&s[KNOB_CPU_QUOTA], base, v2dir, "cpu.max", NULL, true, gone, nocpu, found);
+		r = slot_init(&s[KNOB_CPU_QUOTA], base, v2dir, "cpu.max", NULL, true, gone, nomax, found);
+		if (!r && s[KNOB_CPU_QUOTA].why == nomax)
+			v2_missing(&s[KNOB_CPU_QUOTA], v2dir, "cpu", nomax);
 		if (!r)
 			r = slot_init(&s[KNOB_CPU_WEIGHT], base, v2dir, "cpu.weight", NULL, true, gone,
-				      nocpu, found);
+				      noweight, found);
+		if (!r && s[KNOB_CPU_WEIGHT].why == noweight)
+			v2_missing(&s[KNOB_CPU_WEIGHT], v2dir, "cpu", noweight);
 	} else {
 		r = slot_init(&s[KNOB_CPU_QUOTA], base, cpudir, "cpu.cfs_quota_us", "cpu.cfs_period_us",
-			      false, nov1cpu, "cpu.cfs_quota_us missing: kernel without CFS bandwidth control",
-			      found);
+			      false, nov1cpu, noquota, found);
 		if (!r)
 			r = slot_init(&s[KNOB_CPU_WEIGHT], base, cpudir, "cpu.shares", NULL, false, nov1cpu,
 				      "cpu.shares missing", found);
 	}
 	if (r)
 		return r;
-	if (has_word(ctrl, "io"))
-		return slot_init(&s[KNOB_IO_WEIGHT], base, v2dir, "io.weight", NULL, true, gone, noio, found);
-	return slot_init(&s[KNOB_IO_WEIGHT], base, blkdir, "blkio.bfq.weight", NULL, false, nov1blk,
-			 "blkio.bfq.weight missing: no BFQ I/O scheduler in this kernel", found);
+	if (!has_word(ctrl, "io")) {
+		s[KNOB_IO_WEIGHT].bfq = true;
+		return slot_init(&s[KNOB_IO_WEIGHT], base, blkdir, "blkio.bfq.weight", NULL, false, nov1blk,
+				 "blkio.bfq.weight missing: no BFQ I/O scheduler in this kernel", found);
+	}
+	/*
+	 * Under BFQ the weight that acts is the scheduler's own io.bfq.weight
+	 * (there while the bfq module is loaded); io.weight belongs to the
+	 * io.cost controller, which does nothing unless enabled per disk.
+	 */
+	snprintf(bfq, sizeof(bfq), "%s/io.bfq.weight", v2dir);
+	s[KNOB_IO_WEIGHT].bfq = exists(bfq);
+	r = slot_init(&s[KNOB_IO_WEIGHT], base, v2dir, s[KNOB_IO_WEIGHT].bfq ? "io.bfq.weight" : "io.weight",
+		      NULL, true, gone, noio, found);
+	if (!r && s[KNOB_IO_WEIGHT].why == noio)
+		v2_missing(&s[KNOB_IO_WEIGHT], v2dir, "io", noio);
+	return r;
 }
 
 /* The cgroup's CPUs from its cpuset, else all. */
@@ -552,6 +596,11 @@ bool knob_available(const struct knobs *k, enum knob_kind kind, const char **why
 	if (why)
 		*why = w;
 	return !w;
+}
+
+const char *knob_missing_controller(const struct knobs *k, enum knob_kind kind)
+{
+	return kind_ok(kind) ? k->s[kind].ctrl : NULL;
 }
 
 const char *knob_path(const struct knobs *k, enum knob_kind kind)
@@ -902,13 +951,14 @@ static bool valid_value(const char *name, const char *v)
 		return !strcmp(v, "-1") || int_str(v, QUOTA_MIN_US, QUOTA_MAX_US);
 	if (!strcmp(name, "cpu.cfs_period_us"))
 		return int_str(v, PERIOD_MIN_US, PERIOD_MAX_US);
-	if (!strncmp(v, "default ", 8) && (!strcmp(name, "io.weight") || !strcmp(name, "blkio.bfq.weight")))
+	if (!strncmp(v, "default ", 8) && (!strcmp(name, "io.weight") || !strcmp(name, "io.bfq.weight") ||
+					   !strcmp(name, "blkio.bfq.weight")))
 		v += 8;
 	if (!strcmp(name, "cpu.weight") || !strcmp(name, "io.weight"))
 		return int_str(v, CG_WEIGHT_MIN, CG_WEIGHT_MAX);
 	if (!strcmp(name, "cpu.shares"))
 		return int_str(v, CG_SHARES_MIN, CG_SHARES_MAX);
-	if (!strcmp(name, "blkio.bfq.weight"))
+	if (!strcmp(name, "blkio.bfq.weight") || !strcmp(name, "io.bfq.weight"))
 		return int_str(v, CG_BFQ_WEIGHT_MIN, CG_BFQ_WEIGHT_MAX);
 	return false;
 }
@@ -930,6 +980,7 @@ static bool knob_file_of(const char *rel, const char *cgroup, enum knob_kind kin
 		{ KNOB_CPU_WEIGHT, "", "cpu.weight" },
 		{ KNOB_CPU_WEIGHT, "cpu/", "cpu.shares" },
 		{ KNOB_IO_WEIGHT, "", "io.weight" },
+		{ KNOB_IO_WEIGHT, "", "io.bfq.weight" },
 		{ KNOB_IO_WEIGHT, "blkio/", "blkio.bfq.weight" },
 	};
 	char want[PATH_MAX];
@@ -1161,4 +1212,212 @@ int knob_snapshot_restore(const char *cgroup_base, const char *cgroup, enum knob
 	if (r && r != -ENOENT && r != -ESTALE)
 		return why_fail(why, whylen, r, "%s", strerror(-r));
 	return r;
+}
+
+/* ------------------------------------------------------------------ */
+/*
+ * Controllers in cgroup.subtree_control (cgroup v2). A knob's file exists
+ * only while its controller is enabled in the parent's subtree_control,
+ * and the parent has it to give only if its own parent enabled it, up to
+ * the root. Under systemd 252 the cpu controller is enabled only for
+ * units with a CPU property, so a plain cgroup often lacks it.
+ */
+
+/* A clean cgroup path below the root: leading '/', no ".", "..", "//" or trailing '/'. */
+static int subtree_path(const char *cgroup_base, const char *cgroup, char *base, char *cg)
+{
+	if (!cgroup_base || !cgroup || cgroup[0] != '/' || clean_path(cgroup_base, base, PATH_MAX) ||
+	    clean_path(cgroup, cg, PATH_MAX) || strstr(cg, "//"))
+		return -EINVAL;
+	return 0;
+}
+
+int knob_subtree_plan(const char *cgroup_base, const char *rel, const char *ctrl, char *from,
+		      size_t fromlen, char *why, size_t whylen)
+{
+	char base[PATH_MAX], cg[PATH_MAX], path[2 * PATH_MAX + 32], buf[1024];
+	const char *next;
+	size_t n, m;
+	int r;
+
+	*from = '\0';
+	if (why && whylen)
+		*why = '\0';
+	r = subtree_path(cgroup_base, rel, base, cg);
+	if (r || !strcmp(cg, "/"))
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%s/cgroup.controllers", base);
+	if (read_line(path, buf, sizeof(buf)) || !has_word(buf, ctrl))
+		return why_fail(why, whylen, -EOPNOTSUPP,
+				"the cgroup2 root %s has no %s controller (not in its cgroup.controllers)", base, ctrl);
+	/* Down from the root to the first cgroup whose subtree_control lacks it. */
+	for (n = 0;; n = next - cg) {
+		snprintf(path, sizeof(path), "%s%.*s/cgroup.subtree_control", base, (int)n, cg);
+		r = read_line(path, buf, sizeof(buf));
+		if (r)
+			return r == -ENOENT ? r : why_fail(why, whylen, r, "%s: %s", path, strerror(-r));
+		if (!has_word(buf, ctrl))
+			break;
+		next = strchr(cg + n + 1, '/');
+		if (!next)
+			return 0; /* the parent gives it already: nothing to do */
+	}
+	if (!n)
+		return why_fail(why, whylen, -EPERM,
+				"the %s controller is not enabled at the cgroup2 root (%s/cgroup.subtree_control is \"%s\"); "
+				"that is the system manager's (systemd's) or the administrator's to change, never tailwarden's",
+				ctrl, base, buf);
+	snprintf(path, sizeof(path), "%s%s", base, cg);
+	if (!exists(path))
+		return -ENOENT;
+	/* Checked before anything is written, so that a refusal changes nothing. */
+	for (m = n;; m = next - cg) {
+		snprintf(path, sizeof(path), "%s%.*s/cgroup.procs", base, (int)m, cg);
+		r = read_line(path, buf, sizeof(buf));
+		if (r)
+			return r == -ENOENT ? r : why_fail(why, whylen, r, "%s: %s", path, strerror(-r));
+		if (buf[0])
+			return why_fail(why, whylen, -EBUSY,
+					"%.*s has processes of its own (pid %s, cgroup.procs), and cgroup v2 enables no "
+					"controller below a cgroup with processes (\"no internal processes\"); move them "
+					"into a child cgroup",
+					(int)m, cg, buf);
+		next = strchr(cg + m + 1, '/');
+		if (!next)
+			break;
+	}
+	if (snprintf(from, fromlen, "%.*s", (int)n, cg) >= (int)fromlen)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int knob_cgroup_read(const char *cgroup_base, const char *cgroup, const char *name, char *buf,
+		     size_t len)
+{
+	char base[PATH_MAX], cg[PATH_MAX], path[2 * PATH_MAX + 300];
+	int r = subtree_path(cgroup_base, cgroup, base, cg);
+
+	if (r)
+		return r;
+	snprintf(path, sizeof(path), "%s%s/%s", base, strcmp(cg, "/") ? cg : "", name);
+	return read_line(path, buf, len);
+}
+
+int knob_subtree_write(void *userdata, const char *cgroup_base, const char *cgroup, const char *change)
+{
+	char base[PATH_MAX], cg[PATH_MAX], rel[PATH_MAX + 32];
+	struct restore_root rt;
+	int r;
+
+	(void)userdata;
+	r = subtree_path(cgroup_base, cgroup, base, cg);
+	if (r)
+		return r;
+	if (!strcmp(cg, "/"))
+		return -EPERM; /* the root's is never ours */
+	snprintf(rel, sizeof(rel), "%s/cgroup.subtree_control", cg + 1);
+	r = root_open(base, &rt);
+	if (r)
+		return r;
+	r = root_write(&rt, rel, change);
+	close(rt.fd);
+	return r;
+}
+
+/* A child's file that holds something else than the kernel's default means it is in use. */
+static const struct {
+	const char *ctrl, *file, *dflt;
+} in_use[] = {
+	{ "cpu", "cpu.weight", "100" },
+	{ "cpu", "cpu.max", "max 100000" },
+	{ "cpu", "cpu.idle", "0" },
+	{ "io", "io.weight", "default 100" },
+	{ "io", "io.bfq.weight", "default 100" },
+	{ "io", "io.max", "" },
+	{ "io", "io.latency", "" },
+};
+
+/*
+ * Does a child cgroup of dir use ctrl now (a value of its own, or ctrl in
+ * its own cgroup.subtree_control)? 1 with who naming it, 0, or -errno.
+ */
+static int child_using(const char *dir, const char *shown, const char *ctrl, char *who, size_t len)
+{
+	char path[2 * PATH_MAX + 600], buf[128];
+	struct dirent *de;
+	struct stat st;
+	DIR *d = opendir(dir);
+	int r = 0;
+
+	if (!d)
+		return errno_cg(errno);
+	while (!r && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (lstat(path, &st) || !S_ISDIR(st.st_mode))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/cgroup.subtree_control", dir, de->d_name);
+		if (!read_line(path, buf, sizeof(buf)) && has_word(buf, ctrl))
+			r = why_fail(who, len, 1, "%s/%s has %s in its own cgroup.subtree_control", shown,
+				     de->d_name, ctrl);
+		for (size_t i = 0; !r && i < sizeof(in_use) / sizeof(*in_use); i++) {
+			if (strcmp(in_use[i].ctrl, ctrl))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/%s", dir, de->d_name, in_use[i].file);
+			if (read_line(path, buf, sizeof(buf)) || !strcmp(buf, in_use[i].dflt))
+				continue;
+			r = why_fail(who, len, 1, "%s/%s uses it (%s is \"%s\")", shown, de->d_name,
+				     in_use[i].file, buf);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+int knob_subtree_restore(const char *cgroup_base, const char *cgroup, const char *ctrl,
+			 knob_subtree_write_fn wr, void *wr_data, knob_report_fn fn, void *userdata,
+			 char *why, size_t whylen)
+{
+	char base[PATH_MAX], cg[PATH_MAX], dir[2 * PATH_MAX], cur[1024], now[1024], who[PATH_MAX + 300];
+	char change[8];
+	int r;
+
+	if (why && whylen)
+		*why = '\0';
+	if (!ctrl || (strcmp(ctrl, "cpu") && strcmp(ctrl, "io")))
+		return why_fail(why, whylen, -EBADMSG, "controller \"%s\" is not cpu or io", ctrl ? ctrl : "");
+	if (subtree_path(cgroup_base, cgroup, base, cg) || base[0] != '/')
+		return why_fail(why, whylen, -EBADMSG, "the cgroup or its base is not a clean absolute path");
+	if (!strcmp(cg, "/"))
+		return why_fail(why, whylen, -EPERM, "the cgroup2 root's cgroup.subtree_control is never ours");
+	r = knob_cgroup_read(base, cg, "cgroup.subtree_control", cur, sizeof(cur));
+	if (r == -ENOENT)
+		return r;
+	if (r)
+		return why_fail(why, whylen, r, "%s%s/cgroup.subtree_control: %s", base, cg, strerror(-r));
+	if (!has_word(cur, ctrl)) {
+		report(fn, userdata, "%s%s/cgroup.subtree_control: %s already disabled", base, cg, ctrl);
+		return 0;
+	}
+	/* Someone (systemd for another unit) may rely on it since: then it stays. */
+	snprintf(dir, sizeof(dir), "%s%s", base, cg);
+	r = child_using(dir, cg, ctrl, who, sizeof(who));
+	if (r < 0)
+		return r == -ENOENT ? r : why_fail(why, whylen, r, "%s: %s", dir, strerror(-r));
+	if (r)
+		return why_fail(why, whylen, -ESTALE, "%s left enabled: %s", ctrl, who);
+	snprintf(change, sizeof(change), "-%s", ctrl);
+	r = (wr ? wr : knob_subtree_write)(wr_data, base, cg, change);
+	if (r == -EBUSY)
+		return why_fail(why, whylen, -ESTALE, "%s left enabled: a child cgroup has it in its own cgroup.subtree_control",
+				ctrl);
+	if (!r)
+		r = knob_cgroup_read(base, cg, "cgroup.subtree_control", now, sizeof(now));
+	if (!r && has_word(now, ctrl))
+		r = -EIO;
+	if (r)
+		return r == -ENOENT ? r : why_fail(why, whylen, r, "%s%s/cgroup.subtree_control: %s", base, cg, strerror(-r));
+	report(fn, userdata, "%s%s/cgroup.subtree_control: \"%s\" -> \"%s\"", base, cg, cur, now);
+	return 0;
 }

@@ -39,6 +39,17 @@
  *                { "knob": "io.scheduler", "device": "vda",
  *                  "original": "mq-deadline", "written": "bfq" }
  *
+ * A cgroup v2 controller we enabled (knob_state_enable_controller()) is a
+ * change like a knob's: one record per cgroup.subtree_control written,
+ * made before the write, with the file's contents before it ("original",
+ * for people). A restore disables that one controller again ("-cpu"),
+ * after every knob, deepest cgroup first, and leaves it enabled while a
+ * child cgroup uses it (knob_subtree_restore()); a reload keeps them:
+ *
+ *                { "knob": "cgroup.subtree_control", "cgroup_base": "/sys/fs/cgroup",
+ *                  "cgroup": "/system.slice", "controller": "cpu",
+ *                  "original": "memory pids" }
+ *
  * Slice= sets the EEVDF slice of each thread of the service (knob_slice.c):
  * its record names threads, each by tid and start time (field 22 of
  * /proc/TID/stat, so a tid reused by another thread is never touched),
@@ -77,6 +88,8 @@
 struct knob_state {
 	char *dir, *path;
 	struct json_object *knobs; /* array of records */
+	knob_subtree_write_fn subtree_write; /* NULL: knob_subtree_write() */
+	void *subtree_data;
 };
 
 static const char *str_of(struct json_object *o, const char *key)
@@ -164,6 +177,33 @@ static bool is_iosched(struct json_object *e)
 	return k && !strcmp(k, IOSCHED_KNOB);
 }
 
+#define SUBTREE_KNOB "cgroup.subtree_control"
+
+static bool is_subtree(struct json_object *e)
+{
+	const char *k = str_of(e, "knob");
+
+	return k && !strcmp(k, SUBTREE_KNOB);
+}
+
+/* A record of a controller we enabled: a clean cgroup below the root, cpu or io. */
+static const char *check_subtree(struct json_object *e)
+{
+	const char *cg = str_of(e, "cgroup"), *c = str_of(e, "controller"), *o = str_of(e, "original");
+
+	if (!str_of(e, "cgroup_base") || str_of(e, "cgroup_base")[0] != '/')
+		return "\"cgroup_base\" is not an absolute path";
+	if (!cg || cg[0] != '/' || !strcmp(cg, "/") || strstr(cg, "/../") || strstr(cg, "/./") ||
+	    strstr(cg, "//") || (strlen(cg) >= 3 && !strcmp(cg + strlen(cg) - 3, "/..")) ||
+	    (strlen(cg) >= 2 && !strcmp(cg + strlen(cg) - 2, "/.")) || cg[strlen(cg) - 1] == '/')
+		return "\"cgroup\" is not a clean path of a cgroup below the root";
+	if (!c || (strcmp(c, "cpu") && strcmp(c, "io")))
+		return "\"controller\" is not \"cpu\" or \"io\"";
+	if (!o || (*o && !knob_value(o)))
+		return "\"original\" is not a short printable string";
+	return NULL;
+}
+
 /*
  * Every field a restore will read, with its type and range: json-c
  * aborts the process on an array call on a non-array, and a state file
@@ -177,6 +217,8 @@ static const char *check_record(struct json_object *e)
 
 	if (!json_object_is_type(e, json_type_object))
 		return "not an object";
+	if (is_subtree(e))
+		return check_subtree(e);
 	if (is_iosched(e)) {
 		if (!str_of(e, "device") || !iosched_valid_name(str_of(e, "device")))
 			return "\"device\" is not a block device's name ([a-z0-9_-], 1 to 31 characters)";
@@ -488,7 +530,7 @@ static int find(const struct knob_state *s, const char *base, const char *rel, e
 	for (size_t i = 0; i < json_object_array_length(s->knobs); i++) {
 		struct json_object *e = json_object_array_get_idx(s->knobs, i);
 
-		if (str_of(e, "unit") || is_iosched(e))
+		if (str_of(e, "unit") || is_iosched(e) || is_subtree(e))
 			continue;
 		if (!strcmp(str_of(e, "cgroup_base"), base) && !strcmp(str_of(e, "cgroup"), rel) &&
 		    !strcmp(str_of(e, "knob"), knob_kind_name(kind)))
@@ -860,7 +902,8 @@ int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *
 		struct json_object *e = json_object_array_get_idx(s->knobs, i), *snap;
 		const char *u = str_of(e, "unit");
 
-		if (!strcmp(str_of(e, "knob"), knob_kind_name(KNOB_CPU_FREQ)) || is_iosched(e))
+		/* Not the cgroup's own: the frequency, disks, its ancestors' controllers. */
+		if (!strcmp(str_of(e, "knob"), knob_kind_name(KNOB_CPU_FREQ)) || is_iosched(e) || is_subtree(e))
 			continue;
 		if (unit ? !u || strcmp(u, unit)
 			 : u || strcmp(str_of(e, "cgroup_base"), cgroup_base) || strcmp(str_of(e, "cgroup"), rel))
@@ -1011,6 +1054,185 @@ int knob_state_write_iosched(struct knob_state *s, const char *dev, const char *
 	return 0;
 }
 
+/* ---- controllers we enabled (cgroup.subtree_control) ---- */
+
+/* Is word one of the space-separated words of list? */
+static bool listed(const char *list, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = list; (p = strstr(p, word)); p += n)
+		if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' '))
+			return true;
+	return false;
+}
+
+void knob_state_subtree_writer(struct knob_state *s, knob_subtree_write_fn fn, void *userdata)
+{
+	s->subtree_write = fn;
+	s->subtree_data = userdata;
+}
+
+static int subtree_write(struct knob_state *s, const char *base, const char *cg, const char *change)
+{
+	return (s->subtree_write ? s->subtree_write : knob_subtree_write)(s->subtree_data, base, cg, change);
+}
+
+static int find_subtree(const struct knob_state *s, const char *base, const char *cg, const char *ctrl)
+{
+	for (size_t i = 0; i < json_object_array_length(s->knobs); i++) {
+		struct json_object *e = json_object_array_get_idx(s->knobs, i);
+
+		if (is_subtree(e) && same_base(str_of(e, "cgroup_base"), base) &&
+		    !strcmp(str_of(e, "cgroup"), cg) && !strcmp(str_of(e, "controller"), ctrl))
+			return i;
+	}
+	return -1;
+}
+
+/* Recorded on disk before the write; *added when this call made the record. */
+static int subtree_record(struct knob_state *s, const char *base, const char *cg, const char *ctrl,
+			  const char *original, bool *added)
+{
+	struct json_object *e;
+	int r;
+
+	*added = false;
+	if (find_subtree(s, base, cg, ctrl) >= 0)
+		return 0;
+	e = json_object_new_object();
+	if (!e || json_object_object_add(e, "knob", json_object_new_string(SUBTREE_KNOB)) ||
+	    json_object_object_add(e, "cgroup_base", json_object_new_string(base)) ||
+	    json_object_object_add(e, "cgroup", json_object_new_string(cg)) ||
+	    json_object_object_add(e, "controller", json_object_new_string(ctrl)) ||
+	    json_object_object_add(e, "original", json_object_new_string(original)) ||
+	    json_object_array_add(s->knobs, e)) {
+		json_object_put(e);
+		return -ENOMEM;
+	}
+	r = save(s);
+	if (r) { /* not on disk: not recorded, and we must not write */
+		json_object_array_del_idx(s->knobs, json_object_array_length(s->knobs) - 1, 1);
+		return r;
+	}
+	*added = true;
+	return 0;
+}
+
+/*
+ * A write failed half-way: disable again, deepest first, what this call
+ * enabled (the prefixes of rel from n0 to n), and drop the records it
+ * made (bit i of added: the i-th cgroup from n0).
+ */
+static void subtree_undo(struct knob_state *s, const char *base, const char *rel, size_t n0, size_t n,
+			 const char *ctrl, const bool *added, size_t count)
+{
+	char cg[PATH_MAX], change[8];
+	int i;
+
+	snprintf(change, sizeof(change), "-%s", ctrl);
+	for (size_t k = count; k-- > 0;) {
+		snprintf(cg, sizeof(cg), "%.*s", (int)n, rel);
+		if (subtree_write(s, base, cg, change))
+			log_debug("%s%s: could not disable %s again", base, cg, ctrl);
+		i = find_subtree(s, base, cg, ctrl);
+		if (added[k] && i >= 0)
+			json_object_array_del_idx(s->knobs, i, 1);
+		while (n > n0 && rel[--n] != '/')
+			;
+	}
+	if (save(s))
+		log_debug("Failed to drop the records of %s undone from the state file", ctrl);
+}
+
+int knob_state_enable_controller(struct knob_state *s, const char *cgroup_base, const char *rel,
+				 const char *ctrl, knob_report_fn fn, void *userdata, char *why,
+				 size_t whylen)
+{
+	char from[PATH_MAX], cg[PATH_MAX], before[1024], after[1024], change[8], line[PATH_MAX + 2200];
+	size_t n0, n, count = 0, depth = 1;
+	const char *next;
+	bool *added;
+	int r;
+
+	r = knob_subtree_plan(cgroup_base, rel, ctrl, from, sizeof(from), why, whylen);
+	if (r || !*from)
+		return r;
+	for (const char *p = rel; *p; p++)
+		depth += *p == '/';
+	added = calloc(depth, sizeof(*added));
+	if (!added)
+		return -ENOMEM;
+	snprintf(change, sizeof(change), "+%s", ctrl);
+	/* Top-down: a cgroup can give only what its parent gives it. */
+	for (n0 = n = strlen(from);; n = next - rel) {
+		snprintf(cg, sizeof(cg), "%.*s", (int)n, rel);
+		r = knob_cgroup_read(cgroup_base, cg, "cgroup.subtree_control", before, sizeof(before));
+		if (!r)
+			r = subtree_record(s, cgroup_base, cg, ctrl, before, &added[count]);
+		if (!r)
+			r = subtree_write(s, cgroup_base, cg, change);
+		if (!r)
+			r = knob_cgroup_read(cgroup_base, cg, "cgroup.subtree_control", after, sizeof(after));
+		if (!r && !listed(after, ctrl))
+			r = -EIO;
+		if (r) {
+			if (why && whylen)
+				snprintf(why, whylen, "%s%s/cgroup.subtree_control: enabling %s failed: %s%s",
+					 cgroup_base, cg, ctrl,
+					 r == -EBUSY ? "it has processes of its own now (\"no internal processes\")"
+						     : strerror(-r),
+					 count ? "; the cgroups above it were put back" : "");
+			/* this one, if written, and those above it */
+			subtree_undo(s, cgroup_base, rel, n0, n, ctrl, added, count + 1);
+			free(added);
+			return r;
+		}
+		count++;
+		snprintf(line, sizeof(line), "%s%s/cgroup.subtree_control: \"%s\" -> \"%s\"", cgroup_base, cg,
+			 before, after);
+		log_make_printable(line);
+		log_debug("%s", line);
+		if (fn)
+			fn(userdata, line);
+		next = strchr(rel + n + 1, '/');
+		if (!next)
+			break;
+	}
+	free(added);
+	return 0;
+}
+
+static int subtree_restore(struct knob_state *s, struct json_object *e, knob_report_fn fn,
+			   void *userdata, char *why, size_t whylen)
+{
+	return knob_subtree_restore(str_of(e, "cgroup_base"), str_of(e, "cgroup"), str_of(e, "controller"),
+				    s->subtree_write, s->subtree_data, fn, userdata, why, whylen);
+}
+
+/*
+ * Every knob first (a knob's file goes with its controller), then the
+ * controllers we enabled, deepest first (a cgroup cannot drop what a
+ * child still has in its subtree_control): records are added top-down.
+ */
+static size_t restore_order(struct knob_state *s, size_t i)
+{
+	size_t n = json_object_array_length(s->knobs), plain = 0, k;
+
+	for (k = 0; k < n; k++)
+		plain += !is_subtree(json_object_array_get_idx(s->knobs, k));
+	if (i < plain) {
+		for (k = 0;; k++)
+			if (!is_subtree(json_object_array_get_idx(s->knobs, k)) && !i--)
+				return k;
+	}
+	i -= plain;
+	for (k = n; k-- > 0;)
+		if (is_subtree(json_object_array_get_idx(s->knobs, k)) && !i--)
+			break;
+	return k;
+}
+
 static int restore_all(struct knob_state *s, const char *cgroup_base, bool keep_iosched,
 		       knob_report_fn fn, void *userdata, int *left_alone)
 {
@@ -1022,11 +1244,12 @@ static int restore_all(struct knob_state *s, const char *cgroup_base, bool keep_
 		return -ENOMEM;
 	if (left_alone)
 		*left_alone = 0;
-	for (size_t i = 0; i < json_object_array_length(s->knobs); i++) {
+	for (size_t j = 0; j < json_object_array_length(s->knobs); j++) {
+		size_t i = restore_order(s, j);
 		struct json_object *e = json_object_array_get_idx(s->knobs, i);
 
 		why[0] = '\0';
-		if (is_iosched(e) && keep_iosched) {
+		if ((is_iosched(e) || is_subtree(e)) && keep_iosched) {
 			r = -EAGAIN;
 		} else if (is_iosched(e)) {
 			r = iosched_restore(e, fn, userdata, why, sizeof(why));
@@ -1037,6 +1260,8 @@ static int restore_all(struct knob_state *s, const char *cgroup_base, bool keep_
 			snprintf(why, sizeof(why), "recorded for the cgroup root %s, not CgroupBase=%s; refusing it",
 				 str_of(e, "cgroup_base"), cgroup_base);
 			r = -EXDEV;
+		} else if (is_subtree(e)) {
+			r = subtree_restore(s, e, fn, userdata, why, sizeof(why));
 		} else {
 			r = snapshot_restore(e, fn, userdata, why, sizeof(why));
 		}
@@ -1055,7 +1280,10 @@ static int restore_all(struct knob_state *s, const char *cgroup_base, bool keep_
 			continue;
 		}
 		if (r == -ESTALE) {
-			snprintf(what, sizeof(what), "left alone: changed by someone else since (%s)", why);
+			if (is_subtree(e))
+				snprintf(what, sizeof(what), "%s", why);
+			else
+				snprintf(what, sizeof(what), "left alone: changed by someone else since (%s)", why);
 			say(fn, userdata, e, what);
 			if (left_alone)
 				(*left_alone)++;

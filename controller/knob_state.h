@@ -88,6 +88,23 @@ int knob_state_forget_unit(struct knob_state *s, const char *unit, enum knob_kin
 int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *rel,
 		     const char *unit);
 /*
+ * Enable cgroup v2 controller ctrl ("cpu", "io") for cgroup rel, so that
+ * its knobs exist: in each cgroup.subtree_control from the nearest
+ * ancestor that lacks it down to rel's parent (knob_subtree_plan(): never
+ * the root's, never above processes), top-down, each recorded in the
+ * state file before it is written and read back. A restore disables them
+ * again (restore_all below). All or nothing: when a write fails, what
+ * this call enabled is disabled again and its records dropped. fn (may be
+ * NULL) gets one line per file changed ("PATH: \"OLD\" -> \"NEW\"").
+ * 0 (also when nothing was needed), or -errno as knob_subtree_plan() or
+ * of the write, with why in words.
+ */
+int knob_state_enable_controller(struct knob_state *s, const char *cgroup_base, const char *rel,
+				 const char *ctrl, knob_report_fn fn, void *userdata, char *why,
+				 size_t whylen);
+/* For tests: what writes cgroup.subtree_control (NULL: knob_subtree_write()). */
+void knob_state_subtree_writer(struct knob_state *s, knob_subtree_write_fn fn, void *userdata);
+/*
  * Restore every recorded original and remove the state file. Returns the
  * number restored, or -errno of the first failure (the rest still tried;
  * the file then keeps only what failed). A cgroup that vanished is skipped
@@ -96,12 +113,16 @@ int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *
  * dropped (not counted). With cgroup_base, a record of cgroup files for
  * another cgroup root is refused (a failure, kept); a frequency record
  * names CPUs, not files, and is restored whatever its root. Every snapshot is checked as
- * knob_snapshot_restore() says. The state stays usable.
+ * knob_snapshot_restore() says. Controllers we enabled are disabled
+ * after every knob, deepest first (knob_subtree_restore()); one a child
+ * cgroup uses now is left enabled (dropped, counted as left alone). The
+ * state stays usable.
  */
 int knob_state_restore_all(struct knob_state *s, const char *cgroup_base);
 /*
- * Same, but the disks' schedulers stay as they are, recorded (a reload:
- * the policies change, IOScheduler= does not).
+ * Same, but the disks' schedulers and the controllers we enabled stay as
+ * they are, recorded (a reload: the policies change, IOScheduler= does
+ * not, and the new set finds the controllers it needs enabled).
  */
 int knob_state_restore_knobs(struct knob_state *s, const char *cgroup_base);
 /*

@@ -12,6 +12,7 @@
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,12 @@ struct service_rt {
 	char verdict[32];          /* kind of the last verdict logged ("violation", "hold", ...) */
 	uint64_t verdict_usec;     /* when a verdict was last logged */
 	bool slice_capped;         /* the thread cap was said */
+	bool reopen;               /* a knob's file vanished: open the knobs again */
+	struct ctl_note {          /* a cgroup v2 controller its knobs need (cpu, io) */
+		bool enabled;      /* we enabled it for this instance */
+		char said[1024];   /* why its knobs cannot act, as last logged */
+	} ctl[2];
+	bool unavail_said[KNOB_MAX]; /* a knob that cannot act for another reason, said */
 	struct knob_fail {         /* a knob write that keeps failing */
 		unsigned n;        /* failures in a row */
 		int err;           /* the last one's -errno */
@@ -272,6 +279,8 @@ static void service_renew(struct manager *m, struct service_rt *s, int idx, uint
 	memset(s->wrote, 0, sizeof(s->wrote));
 	memset(s->overridden, 0, sizeof(s->overridden));
 	memset(s->fail, 0, sizeof(s->fail));
+	memset(s->ctl, 0, sizeof(s->ctl));
+	memset(s->unavail_said, 0, sizeof(s->unavail_said));
 	s->verdict[0] = '\0';
 	if (feed_reset(&s->feed) < 0)
 		log_warning("service %s: out of memory for its diagnosis, ignoring", s->p->name);
@@ -282,6 +291,21 @@ static void service_renew(struct manager *m, struct service_rt *s, int idx, uint
 	log_notice("service %s: %s%s%s is a new cgroup (id %llu, was %llu): controlled afresh, originals recorded anew",
 		   s->p->name, s->p->unit ? s->p->unit : "", s->p->unit ? " -> " : "", rel,
 		   (unsigned long long)id, (unsigned long long)old_id);
+}
+
+/* Open the knobs of the service's cgroup again: a controller came or went. */
+static void service_reopen(struct manager *m, struct service_rt *s)
+{
+	struct knobs *k;
+	int r = knobs_open(m->cfg->cgroup_base, s->cg, &k);
+
+	s->reopen = false;
+	if (r) { /* gone, most likely: the next locate() says so */
+		log_debug_errno(r, "service %s: Failed to open the knobs of %s again: %m", s->p->name, s->cg);
+		return;
+	}
+	knobs_free(s->knobs);
+	s->knobs = k;
 }
 
 /*
@@ -300,8 +324,11 @@ static void service_resolve(struct manager *m, struct service_rt *s, int idx)
 		service_absent(m, s, r);
 		return;
 	}
-	if (s->knobs && id == s->cgid && !strcmp(rel, s->cg))
+	if (s->knobs && id == s->cgid && !strcmp(rel, s->cg)) {
+		if (s->reopen)
+			service_reopen(m, s);
 		return;
+	}
 	old = s->cgid ? s->cgid : s->last_cgid;
 	knobs_free(s->knobs);
 	s->knobs = NULL;
@@ -587,7 +614,11 @@ static void read_knobs(struct manager *m, struct service_rt *s, int idx, double 
 			if (!m->bus)
 				continue;
 			v = unit_raw_to_value(k, s->up.raw[k]);
-		} else if (!knob_available(s->knobs, k, NULL) || knob_read(s->knobs, k, &v)) {
+		} else if (!knob_available(s->knobs, k, NULL)) {
+			continue;
+		} else if (knob_read(s->knobs, k, &v)) {
+			/* The file went with its controller, or the cgroup went: look again. */
+			s->reopen = true;
 			continue;
 		}
 		if (s->wrote[k] && !m->o.dry_run && !same_value(v, s->written[k])) {
@@ -605,6 +636,123 @@ static void read_knobs(struct manager *m, struct service_rt *s, int idx, double 
 	}
 }
 
+/* The cgroupfs knobs a policy may change, by the cgroup v2 controller they need. */
+static const struct {
+	const char *ctrl;
+	enum knob_kind k[2];
+	size_t n;
+} controllers[] = {
+	{ "cpu", { KNOB_CPU_QUOTA, KNOB_CPU_WEIGHT }, 2 },
+	{ "io", { KNOB_IO_WEIGHT }, 1 },
+};
+
+static bool limited(const struct service_rt *s, enum knob_kind k)
+{
+	const struct policy *p = s->p;
+
+	if (unit_knob(s, k)) /* systemd enables what a unit's properties need */
+		return false;
+	return (k == KNOB_CPU_QUOTA && p->cpu_quota.set) || (k == KNOB_CPU_WEIGHT && p->cpu_weight.set) ||
+	       (k == KNOB_IO_WEIGHT && p->io_weight.set);
+}
+
+/* Why the knobs of a controller cannot act, said when it changes. */
+static void ctl_say(struct service_rt *s, size_t i, int level, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void ctl_say(struct service_rt *s, size_t i, int level, const char *fmt, ...)
+{
+	char msg[sizeof(s->ctl[i].said)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!strcmp(msg, s->ctl[i].said))
+		return;
+	snprintf(s->ctl[i].said, sizeof(s->ctl[i].said), "%s", msg);
+	log_full(level, "service %s: %s", s->p->name, msg);
+}
+
+/* Each cgroup.subtree_control written, with the reason (userdata). */
+static void enabled_line(void *userdata, const char *line)
+{
+	log_notice("%s (%s)", line, (const char *)userdata);
+}
+
+/*
+ * A Cgroup= policy's knobs whose cgroup v2 controller is not enabled for
+ * its cgroup (systemd enables cpu only below units with a CPU property):
+ * enable it from the nearest ancestor that lacks it down to the parent,
+ * each change recorded and undone on exit (knob_state_enable_controller());
+ * or say why not (the root lacks it, processes in the way). One we enabled
+ * that someone disabled since (systemd setting a slice's controllers
+ * anew) is theirs: said, not enabled again. Knobs that cannot act for
+ * another reason are said once.
+ */
+static void controllers_ensure(struct manager *m, struct service_rt *s)
+{
+	char names[64], reason[PATH_MAX + 256], why[1024], from[PATH_MAX];
+	const char *base = m->cfg->cgroup_base, *w;
+	int r;
+
+	for (size_t i = 0; i < sizeof(controllers) / sizeof(*controllers); i++) {
+		const char *ctrl = controllers[i].ctrl;
+		bool missing = false;
+		size_t n = 0;
+
+		names[0] = '\0';
+		for (size_t j = 0; j < controllers[i].n; j++) {
+			enum knob_kind k = controllers[i].k[j];
+
+			if (!limited(s, k))
+				continue;
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", n++ ? " and " : "",
+				 knob_kind_name(k));
+			missing |= knob_missing_controller(s->knobs, k) != NULL;
+		}
+		if (!missing)
+			continue;
+		if (s->ctl[i].enabled) {
+			ctl_say(s, i, LOG_WARNING,
+				"the %s controller we enabled for %s was disabled since by someone else (systemd sets a slice's controllers anew when a unit's needs change); %s cannot act, and it is not enabled again (with Unit= systemd keeps it)",
+				ctrl, s->cg, names);
+			continue;
+		}
+		snprintf(reason, sizeof(reason), "%s of %s need%s the %s controller, not enabled for it; policy %s",
+			 names, s->cg, n > 1 ? "" : "s", ctrl, s->p->name);
+		if (m->o.dry_run) {
+			r = knob_subtree_plan(base, s->cg, ctrl, from, sizeof(from), why, sizeof(why));
+			if (!r && *from)
+				ctl_say(s, i, LOG_NOTICE,
+					"dry-run: would enable the %s controller in cgroup.subtree_control of %s and each cgroup below it down to the parent of %s (%s); %s cannot act meanwhile",
+					ctrl, from, s->cg, reason, names);
+			else if (r && r != -ENOENT)
+				ctl_say(s, i, LOG_ERR, "%s of %s cannot act: %s", names, s->cg, *why ? why : strerror(-r));
+			continue;
+		}
+		r = knob_state_enable_controller(m->state, base, s->cg, ctrl, enabled_line, reason, why, sizeof(why));
+		if (r == -ENOENT)
+			continue; /* gone: the next locate() says so */
+		if (r) {
+			ctl_say(s, i, LOG_ERR, "%s of %s cannot act: %s", names, s->cg, *why ? why : strerror(-r));
+			continue;
+		}
+		s->ctl[i].enabled = true;
+		s->ctl[i].said[0] = '\0';
+		service_reopen(m, s);
+		if (!s->knobs)
+			return;
+	}
+	for (int k = 0; k < KNOB_MAX; k++) {
+		if (!limited(s, k) || s->unavail_said[k] || knob_available(s->knobs, k, &w) ||
+		    knob_missing_controller(s->knobs, k))
+			continue;
+		log_warning("service %s: %s of %s cannot act: %s; its other knobs still act", s->p->name,
+			    knob_kind_name(k), s->cg, w);
+		s->unavail_said[k] = true;
+	}
+}
+
 static void sense_service(struct manager *m, struct service_rt *s, int idx,
 			  const struct sensor_snapshot *now, struct contention_snapshot *cnow,
 			  uint64_t tick, double iv, struct engine_input *in)
@@ -617,6 +765,8 @@ static void sense_service(struct manager *m, struct service_rt *s, int idx,
 	in->latency_ns = -1;
 	in->cpu_usage = NAN; /* until the contention sample says */
 	service_resolve(m, s, idx);
+	if (s->cgid && s->knobs)
+		controllers_ensure(m, s);
 	read_knobs(m, s, idx, in->knob);
 	if (!s->cgid)
 		return;
@@ -943,6 +1093,9 @@ static void io_schedulers(struct manager *m)
 		}
 		log_notice("switched the I/O scheduler of %s from %s to %s while tailwarden runs: I/O weight can act on it",
 			   dev, was, want);
+		/* bfq is loaded now: io.bfq.weight, the file that acts under it, exists (knobs_open()). */
+		for (size_t j = 0; j < m->set->n; j++)
+			m->svc[j].reopen = m->svc[j].knobs != NULL;
 	}
 	iosched_devices_free(all);
 }

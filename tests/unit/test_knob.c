@@ -4,7 +4,8 @@
  * (controller/knob_state.c) and the unit conversions, on fake cgroup trees
  * built in a temporary directory: a cgroup2 root is a directory whose
  * cgroup.controllers lists "cpuset cpu io"; a v1 layout has base/cpu/...
- * and base/blkio/... with the v1 files.
+ * and base/blkio/... with the v1 files. For the controllers in
+ * cgroup.subtree_control, fake_kernel() plays the kernel's part.
  *
  * `test_knob tool ...` is not a test: it is the small driver that
  * tests/integration/test_knobs uses to act on real cgroups through the
@@ -29,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include "controller/knob.h"
 #include "controller/knob_state.h"
 #include "controller/knob_freq.h"
@@ -739,6 +741,395 @@ static void test_state_hostile(void **state)
 	assert_string_equal(get(t->base, "a/b/cpu.weight"), "100");
 }
 
+
+/* ------------------------------------------------------------------ */
+/* v2 under BFQ: io.bfq.weight, the scheduler's own file */
+
+static void test_v2_bfq(void **state)
+{
+	struct tree *t = *state;
+	struct knob_state *s;
+	char p[PATH_MAX];
+	struct knobs *k;
+
+	/* bfq loaded: every cgroup with the io controller has io.bfq.weight. */
+	put(t->base, "a/b/io.bfq.weight", "default 100\n");
+	k = open_ok(t, "/a/b");
+	assert_string_equal(knob_path(k, KNOB_IO_WEIGHT), "a/b/io.bfq.weight");
+	assert_true(rd(k, KNOB_IO_WEIGHT) == 100);
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	assert_int_equal(knob_state_write(s, t->base, "/a/b", KNOB_IO_WEIGHT, k, 100, 10), 0);
+	assert_string_equal(get(t->base, "a/b/io.bfq.weight"), "default 10");
+	assert_string_equal(get(t->base, "a/b/io.weight"), "default 100"); /* io.cost's: untouched */
+	assert_true(rd(k, KNOB_IO_WEIGHT) == 10);
+	/* 1..1000 only: saturates, and reads back as written. */
+	assert_int_equal(knob_write(k, KNOB_IO_WEIGHT, 5000), 0);
+	assert_string_equal(get(t->base, "a/b/io.bfq.weight"), "default 1000");
+	assert_true(rd(k, KNOB_IO_WEIGHT) == 5000);
+	put(t->base, "a/b/io.bfq.weight", "default 50\n8:0 300\n");
+	assert_true(rd(k, KNOB_IO_WEIGHT) == 50);
+	assert_int_equal(knob_write(k, KNOB_IO_WEIGHT, 10), 0);
+	/* The state file names io.bfq.weight, and a restore may write it. */
+	assert_int_equal(knob_state_restore_all(s, t->base), 1);
+	assert_string_equal(get(t->base, "a/b/io.bfq.weight"), "default 100");
+	knob_state_free(s);
+	knobs_free(k);
+	/* Without bfq loaded, io.cost's io.weight as before. */
+	snprintf(p, sizeof(p), "%s/a/b/io.bfq.weight", t->base);
+	assert_int_equal(unlink(p), 0);
+	k = open_ok(t, "/a/b");
+	assert_string_equal(knob_path(k, KNOB_IO_WEIGHT), "a/b/io.weight");
+	knobs_free(k);
+}
+
+/* ------------------------------------------------------------------ */
+/* controllers in cgroup.subtree_control */
+
+/* What fake_kernel() was asked, in order ("+cpu /x\n"). */
+static char writes[4096];
+static int fail_at = -1; /* the write that fails with -EBUSY (0: the first) */
+
+static const char *const order[] = { "cpuset", "cpu", "io", "memory", "pids" };
+
+static bool has(const char *list, const char *w)
+{
+	char buf[256], *tok, *save;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
+		if (!strcmp(tok, w))
+			return true;
+	return false;
+}
+
+/* list with w added (on) or removed, in the kernel's order */
+static void set_word(char *list, size_t len, const char *w, bool on)
+{
+	char out[256] = "";
+
+	for (size_t i = 0; i < sizeof(order) / sizeof(*order); i++)
+		if ((has(list, order[i]) && strcmp(order[i], w)) || (on && !strcmp(order[i], w)))
+			snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", *out ? " " : "", order[i]);
+	snprintf(list, len, "%s", out);
+}
+
+static bool file_exists(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	return access(p, F_OK) == 0;
+}
+
+/*
+ * The kernel's part: "+ctrl" in X/cgroup.subtree_control gives each child
+ * of X the controller (its cgroup.controllers, its files) and fails with
+ * EBUSY while X has processes; "-ctrl" takes them away and fails with
+ * EBUSY while a child has ctrl in its own subtree_control.
+ */
+static int fake_kernel(void *userdata, const char *base, const char *cg, const char *change)
+{
+	struct tree *t = userdata;
+	char dir[PATH_MAX], list[PATH_MAX + 300], child[PATH_MAX + 256];
+	const char *ctrl = change + 1;
+	bool on = change[0] == '+';
+	struct dirent *de;
+	DIR *d;
+
+	assert_string_equal(base, t->base);
+	assert_string_not_equal(cg, "/"); /* never the root's */
+	snprintf(writes + strlen(writes), sizeof(writes) - strlen(writes), "%s %s\n", change, cg);
+	if (fail_at-- == 0)
+		return -EBUSY;
+	snprintf(dir, sizeof(dir), "%s%s", base, cg);
+	if (on && *get(dir, "cgroup.procs"))
+		return -EBUSY;
+	d = opendir(dir);
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (de->d_type == DT_DIR && de->d_name[0] != '.' && !on) {
+			snprintf(child, sizeof(child), "%s/%s", dir, de->d_name);
+			if (has(get(child, "cgroup.subtree_control"), ctrl)) {
+				closedir(d);
+				return -EBUSY;
+			}
+		}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(child, sizeof(child), "%s/%s", dir, de->d_name);
+		snprintf(list, sizeof(list), "%s", get(child, "cgroup.controllers"));
+		set_word(list, sizeof(list), ctrl, on);
+		put(child, "cgroup.controllers", list);
+		if (!strcmp(ctrl, "cpu") && on) {
+			put(child, "cpu.max", "max 100000\n");
+			put(child, "cpu.weight", "100\n");
+		} else if (!strcmp(ctrl, "cpu")) {
+			snprintf(list, sizeof(list), "%s/cpu.max", child);
+			unlink(list);
+			snprintf(list, sizeof(list), "%s/cpu.weight", child);
+			unlink(list);
+		} else if (on) {
+			put(child, "io.weight", "default 100\n");
+		} else {
+			snprintf(list, sizeof(list), "%s/io.weight", child);
+			unlink(list);
+		}
+	}
+	closedir(d);
+	snprintf(list, sizeof(list), "%s", get(dir, "cgroup.subtree_control"));
+	set_word(list, sizeof(list), ctrl, on);
+	put(dir, "cgroup.subtree_control", list);
+	return 0;
+}
+
+static void cgroup_dir(const struct tree *t, const char *rel, const char *controllers,
+		       const char *subtree, const char *procs)
+{
+	char p[PATH_MAX];
+
+	mkd(t->base, rel);
+	snprintf(p, sizeof(p), "%s/%s", t->base, rel);
+	put(p, "cgroup.controllers", controllers);
+	put(p, "cgroup.subtree_control", subtree);
+	put(p, "cgroup.procs", procs);
+}
+
+/*
+ * A cgroup2 root as systemd 252 leaves it: cpu enabled at the root, not in
+ * system.slice (no unit there has a CPU property); batch.slice, made by
+ * hand, with a slice and a scope below it.
+ */
+static int setup_sd(void **state)
+{
+	struct tree *t = tree_new();
+
+	if (!t)
+		return -1;
+	put(t->base, "cgroup.controllers", "cpuset cpu io memory pids\n");
+	put(t->base, "cgroup.subtree_control", "cpu io memory pids\n");
+	put(t->base, "cgroup.procs", "1\n");
+	cgroup_dir(t, "system.slice", "cpu io memory pids\n", "memory pids\n", "");
+	cgroup_dir(t, "system.slice/nginx.service", "memory pids\n", "", "812\n");
+	cgroup_dir(t, "system.slice/batch.service", "memory pids\n", "", "900\n");
+	cgroup_dir(t, "batch.slice", "cpu io memory pids\n", "memory pids\n", "");
+	put(t->base, "batch.slice/cpu.max", "max 100000\n");
+	put(t->base, "batch.slice/cpu.weight", "100\n");
+	cgroup_dir(t, "batch.slice/jobs.slice", "memory pids\n", "", "");
+	cgroup_dir(t, "batch.slice/jobs.slice/job.scope", "", "", "4242\n");
+	cgroup_dir(t, "batch.slice/jobs.slice/other.scope", "", "", "4343\n");
+	writes[0] = '\0';
+	fail_at = -1;
+	*state = t;
+	return 0;
+}
+
+static struct knob_state *state_faked(struct tree *t)
+{
+	struct knob_state *s;
+
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	knob_state_subtree_writer(s, fake_kernel, t);
+	return s;
+}
+
+/* Enabled already (batch.slice's parent is the root, which has cpu): nothing to do. */
+static void test_subtree_enabled_already(void **state)
+{
+	struct tree *t = *state;
+	struct knob_state *s = state_faked(t);
+	struct knobs *k = open_ok(t, "/batch.slice");
+	char from[PATH_MAX] = "x", why[512];
+
+	assert_true(knob_available(k, KNOB_CPU_WEIGHT, NULL));
+	assert_null(knob_missing_controller(k, KNOB_CPU_WEIGHT));
+	assert_int_equal(knob_subtree_plan(t->base, "/batch.slice", "cpu", from, sizeof(from), why, sizeof(why)), 0);
+	assert_string_equal(from, "");
+	assert_int_equal(knob_state_enable_controller(s, t->base, "/batch.slice", "cpu", collect, NULL, why,
+						      sizeof(why)), 0);
+	assert_string_equal(writes, "");
+	assert_false(state_exists(t));
+	knob_state_free(s);
+	knobs_free(k);
+}
+
+/*
+ * Not enabled: enabled by us from the nearest ancestor that lacks it down
+ * to the parent, recorded first, and put back on exit after the knob.
+ */
+static void test_subtree_enable_restore(void **state)
+{
+	struct tree *t = *state;
+	struct knob_state *s = state_faked(t);
+	struct knobs *k = open_ok(t, "/batch.slice/jobs.slice/job.scope");
+	const char *why = NULL;
+	char msg[512];
+	int left = -1;
+
+	assert_false(knob_available(k, KNOB_CPU_WEIGHT, &why));
+	assert_non_null(strstr(why, "cpu controller not enabled"));
+	assert_string_equal(knob_missing_controller(k, KNOB_CPU_WEIGHT), "cpu");
+	assert_string_equal(knob_missing_controller(k, KNOB_CPU_QUOTA), "cpu");
+	assert_string_equal(knob_missing_controller(k, KNOB_IO_WEIGHT), "io");
+	knobs_free(k);
+
+	said[0] = '\0';
+	assert_int_equal(knob_state_enable_controller(s, t->base, "/batch.slice/jobs.slice/job.scope", "cpu",
+						      collect, NULL, msg, sizeof(msg)), 0);
+	/* Only batch.slice (below the root, which has it) and jobs.slice, top-down. */
+	assert_string_equal(writes, "+cpu /batch.slice\n+cpu /batch.slice/jobs.slice\n");
+	assert_string_equal(get(t->base, "cgroup.subtree_control"), "cpu io memory pids");
+	assert_string_equal(get(t->base, "batch.slice/cgroup.subtree_control"), "cpu memory pids");
+	assert_non_null(strstr(said, "/batch.slice/cgroup.subtree_control: \"memory pids\" -> \"cpu memory pids\"\n"));
+	assert_non_null(strstr(said, "/batch.slice/jobs.slice/cgroup.subtree_control: \"\" -> \"cpu\"\n"));
+	assert_int_equal(state_count(t), 2);
+
+	k = open_ok(t, "/batch.slice/jobs.slice/job.scope");
+	assert_true(knob_available(k, KNOB_CPU_WEIGHT, NULL));
+	assert_true(knob_available(k, KNOB_CPU_QUOTA, NULL));
+	assert_int_equal(knob_state_write(s, t->base, "/batch.slice/jobs.slice/job.scope", KNOB_CPU_WEIGHT, k,
+					  100, 10), 0);
+	assert_string_equal(get(t->base, "batch.slice/jobs.slice/job.scope/cpu.weight"), "10");
+	knobs_free(k);
+	/* Enabling again is a no-op. */
+	assert_int_equal(knob_state_enable_controller(s, t->base, "/batch.slice/jobs.slice/job.scope", "cpu",
+						      NULL, NULL, msg, sizeof(msg)), 0);
+	assert_int_equal(state_count(t), 3);
+
+	/* Exit: the knob first, then the controllers, deepest first. */
+	writes[0] = '\0';
+	said[0] = '\0';
+	assert_int_equal(knob_state_restore_all_report(s, t->base, collect, NULL, &left), 3);
+	assert_int_equal(left, 0);
+	assert_string_equal(writes, "-cpu /batch.slice/jobs.slice\n-cpu /batch.slice\n");
+	assert_true(strstr(said, "job.scope/cpu.weight: 10 -> 100") < strstr(said, "jobs.slice/cgroup.subtree_control"));
+	assert_string_equal(get(t->base, "batch.slice/cgroup.subtree_control"), "memory pids");
+	assert_string_equal(get(t->base, "batch.slice/jobs.slice/cgroup.subtree_control"), "");
+	assert_string_equal(get(t->base, "cgroup.subtree_control"), "cpu io memory pids");
+	assert_false(file_exists(t->base, "batch.slice/jobs.slice/job.scope/cpu.weight"));
+	assert_false(state_exists(t));
+	knob_state_free(s);
+}
+
+/* A cgroup on the way with processes of its own: said plainly, nothing changed. */
+static void test_subtree_busy(void **state)
+{
+	struct tree *t = *state;
+	struct knob_state *s = state_faked(t);
+	char why[512];
+
+	put(t->base, "batch.slice/jobs.slice/cgroup.procs", "4000\n4001\n");
+	assert_int_equal(knob_state_enable_controller(s, t->base, "/batch.slice/jobs.slice/job.scope", "cpu",
+						      collect, NULL, why, sizeof(why)), -EBUSY);
+	print_message("busy: %s\n", why);
+	assert_non_null(strstr(why, "/batch.slice/jobs.slice has processes of its own (pid 4000"));
+	assert_non_null(strstr(why, "no internal processes"));
+	assert_string_equal(writes, "");
+	assert_false(state_exists(t));
+	assert_string_equal(get(t->base, "batch.slice/cgroup.subtree_control"), "memory pids");
+	knob_state_free(s);
+}
+
+/* The root lacks it: the system manager's to enable; nothing written. */
+static void test_subtree_root(void **state)
+{
+	struct tree *t = *state;
+	struct knob_state *s = state_faked(t);
+	char why[512], from[PATH_MAX];
+
+	put(t->base, "cgroup.subtree_control", "memory pids\n");
+	assert_int_equal(knob_state_enable_controller(s, t->base, "/system.slice/batch.service", "cpu",
+						      collect, NULL, why, sizeof(why)), -EPERM);
+	print_message("root: %s\n", why);
+	assert_non_null(strstr(why, "not enabled at the cgroup2 root"));
+	assert_non_null(strstr(why, "never tailwarden's"));
+	assert_string_equal(writes, "");
+	assert_false(state_exists(t));
+	assert_string_equal(get(t->base, "cgroup.subtree_control"), "memory pids");
+	/* Not a controller of this root at all. */
+	assert_int_equal(knob_subtree_plan(t->base, "/system.slice", "rdma", from, sizeof(from), why,
+					   sizeof(why)), -EOPNOTSUPP);
+	assert_non_null(strstr(why, "has no rdma controller"));
+	/* The real writer refuses the root's file whatever it is asked. */
+	assert_int_equal(knob_subtree_write(NULL, t->base, "/", "+cpu"), -EPERM);
+	assert_string_equal(get(t->base, "cgroup.subtree_control"), "memory pids");
+	knob_state_free(s);
+}
+
+/* Under systemd: system.slice's own service, parent without processes. */
+static void test_subtree_systemd_unit(void **state)
+{
+	struct tree *t = *state;
+	struct knob_state *s = state_faked(t);
+	char why[512];
+	int left = -1;
+
+	assert_int_equal(knob_state_enable_controller(s, t->base, "/system.slice/batch.service", "cpu",
+						      NULL, NULL, why, sizeof(why)), 0);
+	assert_string_equal(writes, "+cpu /system.slice\n");
+	assert_string_equal(get(t->base, "system.slice/batch.service/cpu.weight"), "100");
+	/* Meanwhile systemd gives nginx.service CPUWeight=50: it needs cpu there now. */
+	put(t->base, "system.slice/nginx.service/cpu.weight", "50\n");
+	writes[0] = '\0';
+	said[0] = '\0';
+	assert_int_equal(knob_state_restore_all_report(s, t->base, collect, NULL, &left), 0);
+	assert_int_equal(left, 1);
+	assert_string_equal(writes, "");
+	assert_non_null(strstr(said, "cgroup.subtree_control of /system.slice: cpu left enabled: "
+				     "/system.slice/nginx.service uses it (cpu.weight is \"50\")"));
+	assert_string_equal(get(t->base, "system.slice/cgroup.subtree_control"), "cpu memory pids");
+	assert_false(state_exists(t));
+	knob_state_free(s);
+}
+
+/* A write that fails half-way: what was enabled is disabled again, records dropped. */
+static void test_subtree_half(void **state)
+{
+	struct tree *t = *state;
+	struct knob_state *s = state_faked(t);
+	char why[512];
+
+	fail_at = 1; /* jobs.slice: processes moved in between the check and the write */
+	assert_int_equal(knob_state_enable_controller(s, t->base, "/batch.slice/jobs.slice/job.scope", "cpu",
+						      NULL, NULL, why, sizeof(why)), -EBUSY);
+	print_message("half: %s\n", why);
+	assert_non_null(strstr(why, "the cgroups above it were put back"));
+	assert_string_equal(writes, "+cpu /batch.slice\n+cpu /batch.slice/jobs.slice\n"
+				    "-cpu /batch.slice/jobs.slice\n-cpu /batch.slice\n");
+	assert_string_equal(get(t->base, "batch.slice/cgroup.subtree_control"), "memory pids");
+	assert_false(file_exists(t->base, "batch.slice/jobs.slice/cpu.weight"));
+	assert_false(state_exists(t));
+	knob_state_free(s);
+}
+
+/* A state file naming the root's subtree_control, or another controller, is refused. */
+static void test_subtree_hostile(void **state)
+{
+	struct tree *t = *state;
+	struct json_object *knobs;
+	char doc[2048];
+
+	snprintf(doc, sizeof(doc), "{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
+		 "\"cgroup_base\":\"%s\",\"cgroup\":\"/\",\"controller\":\"cpu\",\"original\":\"\"}]}", t->base);
+	assert_int_equal(knob_state_parse(doc, strlen(doc), "state.json", &knobs), -EBADMSG);
+	snprintf(doc, sizeof(doc), "{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
+		 "\"cgroup_base\":\"%s\",\"cgroup\":\"/a/../\",\"controller\":\"cpu\",\"original\":\"\"}]}", t->base);
+	assert_int_equal(knob_state_parse(doc, strlen(doc), "state.json", &knobs), -EBADMSG);
+	snprintf(doc, sizeof(doc), "{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
+		 "\"cgroup_base\":\"%s\",\"cgroup\":\"/batch.slice\",\"controller\":\"memory\",\"original\":\"\"}]}",
+		 t->base);
+	assert_int_equal(knob_state_parse(doc, strlen(doc), "state.json", &knobs), -EBADMSG);
+	snprintf(doc, sizeof(doc), "{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
+		 "\"cgroup_base\":\"%s\",\"cgroup\":\"/batch.slice\",\"controller\":\"cpu\",\"original\":\"\"}]}",
+		 t->base);
+	assert_int_equal(knob_state_parse(doc, strlen(doc), "state.json", &knobs), 0);
+	json_object_put(knobs);
+	assert_int_equal(knob_subtree_restore(t->base, "/", "cpu", fake_kernel, t, NULL, NULL, doc, sizeof(doc)),
+			 -EPERM);
+	assert_string_equal(writes, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -759,6 +1150,14 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_state_written, setup_v1, teardown),
 		cmocka_unit_test_setup_teardown(test_state_no_written, setup_v2, teardown),
 		cmocka_unit_test_setup_teardown(test_state_hostile, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_v2_bfq, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_subtree_enabled_already, setup_sd, teardown),
+		cmocka_unit_test_setup_teardown(test_subtree_enable_restore, setup_sd, teardown),
+		cmocka_unit_test_setup_teardown(test_subtree_busy, setup_sd, teardown),
+		cmocka_unit_test_setup_teardown(test_subtree_root, setup_sd, teardown),
+		cmocka_unit_test_setup_teardown(test_subtree_systemd_unit, setup_sd, teardown),
+		cmocka_unit_test_setup_teardown(test_subtree_half, setup_sd, teardown),
+		cmocka_unit_test_setup_teardown(test_subtree_hostile, setup_sd, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
