@@ -188,21 +188,22 @@ def test_accuracy():
 UNIT_WEB = "tw-web.service"
 UNIT_HOG = "tw-hog.service"
 WEB_POLICY = """[Service]
-Cgroup=system.slice/%s
+%s=%s
 Class=latency-critical
 [Objective]
 Percentile=99
-Target=1us
+Target=%dus
 Window=1s
 MinRequests=20
-""" % UNIT_WEB
+"""
 HOG_POLICY = """[Service]
-Cgroup=system.slice/%s
+%s=%s
 Class=best-effort
 [Limits]
 CPUWeight=1..100
 CPUQuota=5%%..max
-""" % UNIT_HOG
+"""
+SEPARATION = 3.0    # the hog must raise nginx's p99 at least this much (else no test)
 
 
 def unit_cg(unit):
@@ -225,8 +226,17 @@ def journal(unit, since):
 
 
 class HogRig:
-    def __init__(self, sess):
+    """nginx and a CPU hog as systemd units on one CPU, under open-loop load.
+
+    The objective is calibrated in the guest: nginx's p99 (the client's
+    kernel-receive time) alone and beside the hog, and the target their
+    geometric mean, so that only the hog's interference violates it. With
+    units=True the policies name the units (Unit=, through PID 1's bus)
+    instead of their cgroups."""
+
+    def __init__(self, sess, units=False):
         self.sess = sess
+        self.units = units
         self.port = tw.free_port()
         d = sess.tmpdir("nginx-unit")
         os.chmod(d, 0o755)
@@ -245,29 +255,62 @@ class HogRig:
            "/usr/bin/taskset", "-c", str(SERVER_CPU), "/usr/sbin/nginx", "-p", d + "/",
            "-c", conf, "-e", os.path.join(d, "logs", "error.log"))
         tw.wait_port(self.port, timeout=30)
-        sh("systemd-run", "--quiet", "--unit", UNIT_HOG, "-p", "CPUWeight=100",
-           "/usr/bin/taskset", "-c", str(SERVER_CPU), "/usr/bin/stress-ng", "--cpu", "2",
-           "--timeout", "900", "-q")
+        cli = sess.cgroup("client")
+        rate = calibrate(sess, self.port, unit_cg(UNIT_WEB))
+        alone = self.p99(rate, cli)
+        self.start_hog()
         for u in (UNIT_WEB, UNIT_HOG):
             check(os.path.exists(os.path.join(unit_cg(u), "cpu.weight")),
                   "%s has no cpu.weight (cpu controller not enabled for it)" % u)
         self.orig = knobs(UNIT_HOG)
+        self.orig_props = show(UNIT_HOG, "CPUWeight", "CPUQuotaPerSecUSec")
+        hog = self.p99(rate, cli)
+        if hog < SEPARATION * alone:
+            raise TestFailure("the hog raised nginx's p99 only %.0f -> %.0f us (< %.0fx) at %d "
+                              "req/s: nothing to protect" % (alone, hog, SEPARATION, rate))
+        # The daemon starts beside nginx alone and sees the hog arrive.
+        sh("systemctl", "stop", UNIT_HOG, timeout=60)
+        self.target_us = int((alone * hog) ** 0.5)
+        self.calib = ("p99 alone %.0f us, beside the hog %.0f us at %d req/s: target %d us"
+                      % (alone, hog, rate, self.target_us))
+        info(self.calib)
         os.makedirs(POLICY_DIR, exist_ok=True)
-        for name, body in (("tw-web", WEB_POLICY), ("tw-hog", HOG_POLICY)):
-            with open(os.path.join(POLICY_DIR, name + ".policy"), "w") as f:
+        key = "Unit" if units else "Cgroup"
+        name = (lambda u: u) if units else (lambda u: "system.slice/" + u)
+        for pname, body in (("tw-web", WEB_POLICY % (key, name(UNIT_WEB), self.target_us)),
+                            ("tw-hog", HOG_POLICY % (key, name(UNIT_HOG)))):
+            with open(os.path.join(POLICY_DIR, pname + ".policy"), "w") as f:
                 f.write(body)
-        cli = sess.cgroup("client")
-        rate = calibrate(sess, self.port, unit_cg(UNIT_WEB))
         self.load = sess.loadgen("http", self.port, rate, 900, conns=4, cpu=CLIENT_CPU,
                                  cgroup=cli, background=True)
 
-    def start_tailwarden(self):
+    def start_hog(self):
+        subprocess.run(["systemctl", "reset-failed", UNIT_HOG], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        sh("systemd-run", "--quiet", "--unit", UNIT_HOG, "-p", "CPUWeight=100",
+           "/usr/bin/taskset", "-c", str(SERVER_CPU), "/usr/bin/stress-ng", "--cpu", "2",
+           "--timeout", "900", "-q")
+        wait_for("%s's cgroup" % UNIT_HOG,
+                 lambda: os.path.exists(os.path.join(unit_cg(UNIT_HOG), "cpu.weight")), 10)
+
+    def p99(self, rate, cli):
+        """nginx's p99 by the client's kernel-receive time over 4 s of load."""
+        r = self.sess.loadgen("http", self.port, rate, 4, conns=4, cpu=CLIENT_CPU, cgroup=cli)
+        if r["errors"]:
+            raise SetupError("loadgen saw %d errors at %d req/s" % (r["errors"], rate))
+        return r["rx_latency_us"]["p99"]
+
+    def start_tailwarden(self, warmup=6):
+        """The installed unit, beside nginx alone for warmup s (its windows
+        and the diagnosis' baselines), then the hog."""
         t0 = time.monotonic()
         sh("systemctl", "enable", "--now", "tailwarden.service", timeout=180)
         self.ready_s = time.monotonic() - t0
         check(show("tailwarden.service", "ActiveState")["ActiveState"] == "active",
               "tailwarden.service not active after enable --now: %s"
               % journal("tailwarden.service", self.since)[-800:])
+        time.sleep(warmup)
+        self.start_hog()
 
     def cut(self):
         now = knobs(UNIT_HOG)
@@ -320,20 +363,52 @@ def decision_reasons():
     return out
 
 
+def first_reason():
+    ds = [d for d in decision_reasons() if UNIT_HOG in (d.get("cgroup") or "")
+          or UNIT_HOG in (d.get("unit") or "") or UNIT_HOG in json.dumps(d)]
+    return ds[0].get("reason", "") if ds else ""
+
+
 def test_hog():
     with tw.Session(("unified",), tag="hog") as sess:
         rig = HogRig(sess)
         rig.start_tailwarden()
         cut = rig.wait_cut()
         mode = rig.mode_line()
-        ds = [d for d in decision_reasons() if d.get("cgroup", "").endswith(UNIT_HOG)]
-        reason = ds[0]["reason"] if ds else "(no decision logged)"
+        reason = first_reason()
+        check("diagnosis cpu/interference" in reason,
+              "the first cut of the hog does not say it was diagnosed as CPU interference "
+              "(run-queue delay): %r" % reason)
         sh("systemctl", "stop", "tailwarden.service", timeout=120)
         after = knobs(UNIT_HOG)
         check(after == rig.orig, "after systemctl stop tailwarden: %s, originally %s"
               % (after, rig.orig))
-        return ("active %.1f s after enable --now; hog %s -> %s; mode %s; first reason: %s; "
-                "restored by stop" % (rig.ready_s, rig.orig, cut, mode, reason))
+        return ("%s; active %.1f s after enable --now; hog %s -> %s; mode %s; first reason: %s; "
+                "restored by stop" % (rig.calib, rig.ready_s, rig.orig, cut, mode, reason))
+
+
+def test_unit_policy():
+    """Unit= policies: the knobs change through PID 1's SetUnitProperties, so
+    systemd's own view (systemctl show) and the cgroup files agree, and both
+    come back when the daemon stops."""
+    with tw.Session(("unified",), tag="unitpol") as sess:
+        rig = HogRig(sess, units=True)
+        rig.start_tailwarden()
+        cut = rig.wait_cut()
+        props = show(UNIT_HOG, "CPUWeight", "CPUQuotaPerSecUSec")
+        check(props["CPUWeight"] == cut["cpu.weight"],
+              "systemd's CPUWeight=%s differs from cpu.weight %s: not set through the bus"
+              % (props["CPUWeight"], cut["cpu.weight"]))
+        check(props["CPUQuotaPerSecUSec"] != rig.orig_props["CPUQuotaPerSecUSec"],
+              "systemd's CPUQuotaPerSecUSec unchanged (%s) while cpu.max is %s"
+              % (props["CPUQuotaPerSecUSec"], cut["cpu.max"]))
+        reason = first_reason()
+        sh("systemctl", "stop", "tailwarden.service", timeout=120)
+        after, back = knobs(UNIT_HOG), show(UNIT_HOG, "CPUWeight", "CPUQuotaPerSecUSec")
+        check(after == rig.orig and back == rig.orig_props,
+              "after stop: %s %s, originally %s %s" % (after, back, rig.orig, rig.orig_props))
+        return ("%s; hog %s -> %s, systemd says %s; first reason: %s; restored by stop (%s)"
+                % (rig.calib, rig.orig, cut, props, reason, back))
 
 
 def test_unit():
@@ -381,7 +456,7 @@ def test_unit():
 
 TESTS = [("top", test_top), ("accuracy", test_accuracy), ("hog", test_hog)]
 if not QUICK:
-    TESTS.append(("unit", test_unit))
+    TESTS += [("unit", test_unit), ("unit_policy", test_unit_policy)]
 
 
 def prepare():
