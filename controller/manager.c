@@ -36,6 +36,7 @@
 #include "controller/metrics.h"
 #include "controller/report.h"
 #include "controller/sensors.h"
+#include "controller/service.h"
 #include "controller/status.h"
 #include "controller/unit.h"
 #include "policies/action.h"
@@ -53,17 +54,11 @@
 #define BUS_RETRY_USEC (5 * 1000000ULL)
 
 struct service_rt {
-	const struct policy *p;
+	struct service sv;         /* its life: cgroup id, window, what we wrote (service.h) */
 	char cg[PATH_MAX];	   /* its cgroup, relative to the root; "" until first found */
-	uint64_t cgid;		   /* 0 while the cgroup does not exist */
-	uint64_t last_cgid;	   /* the id it had before it vanished */
 	struct knobs *knobs;	   /* NULL while the cgroup does not exist */
 	struct unit_props up;	   /* Unit=: the unit as read this tick */
 	char absent[2 * PATH_MAX]; /* why it is not controlled, as last logged */
-	struct feed feed;          /* window and diagnosis (feed.h) */
-	double written[KNOB_MAX];  /* last value we wrote (or would have) */
-	bool wrote[KNOB_MAX];
-	bool overridden[KNOB_MAX];
 	char verdict[32];          /* kind of the last verdict logged ("violation", "hold", ...) */
 	uint64_t verdict_usec;     /* when a verdict was last logged */
 	bool slice_capped;         /* the thread cap was said */
@@ -144,7 +139,7 @@ static void services_free(struct manager *m)
 {
 	for (size_t i = 0; m->svc && i < m->set->n; i++) {
 		knobs_free(m->svc[i].knobs);
-		feed_free(&m->svc[i].feed);
+		service_done(&m->svc[i].sv);
 	}
 	free(m->svc);
 	m->svc = NULL;
@@ -200,13 +195,13 @@ static void bus_lost(struct manager *m)
  */
 static int locate(struct manager *m, struct service_rt *s, char *rel, uint64_t *id)
 {
-	const char *path = s->p->cgroup;
+	const char *path = s->sv.p->cgroup;
 	int r;
 
-	if (s->p->unit) {
+	if (s->sv.p->unit) {
 		if (!m->bus)
 			return -ENOTCONN;
-		r = unit_get(m->bus, s->p->unit, &s->up);
+		r = unit_get(m->bus, s->sv.p->unit, &s->up);
 		if (r == -ENOTCONN || r == -EHOSTUNREACH)
 			bus_lost(m);
 		if (r)
@@ -221,7 +216,7 @@ static int locate(struct manager *m, struct service_rt *s, char *rel, uint64_t *
 /* Stop controlling a service whose cgroup is gone: say so once, hold. */
 static void service_absent(struct manager *m, struct service_rt *s, int err)
 {
-	const char *name = s->p->unit ? s->p->unit : s->p->cgroup;
+	const char *name = s->sv.p->unit ? s->sv.p->unit : s->sv.p->cgroup;
 	char msg[sizeof(s->absent)];
 	int level = LOG_WARNING;
 
@@ -229,7 +224,7 @@ static void service_absent(struct manager *m, struct service_rt *s, int err)
 		snprintf(msg, sizeof(msg), "Unit=%s cannot be followed: %s; not controlled", name,
 			 *m->bus_why ? m->bus_why : "no bus");
 		level = LOG_ERR;
-	} else if (s->p->unit && err == -ENOENT) {
+	} else if (s->sv.p->unit && err == -ENOENT) {
 		snprintf(msg, sizeof(msg), "unit %s is not loaded; waiting for it", name);
 	} else if (err == -ESRCH) {
 		snprintf(msg, sizeof(msg), "unit %s is not running (%s); waiting for it", name,
@@ -239,57 +234,51 @@ static void service_absent(struct manager *m, struct service_rt *s, int err)
 	} else {
 		snprintf(msg, sizeof(msg), "cannot find the cgroup of %s: %s; waiting", name, strerror(-err));
 	}
-	if (s->cgid) {
+	if (service_gone(&s->sv)) {
 		/* No writes while it is gone: its knobs go with it. */
 		knobs_free(s->knobs);
 		s->knobs = NULL;
-		s->last_cgid = s->cgid;
-		s->cgid = 0;
-		feed_absent(&s->feed);
 		snprintf(s->absent, sizeof(s->absent), "%s", msg);
 		log_full(level == LOG_ERR ? level : LOG_NOTICE, "service %s: %s (it was %s, id %llu; holding)",
-			 s->p->name, msg, s->cg, (unsigned long long)s->last_cgid);
+			 s->sv.p->name, msg, s->cg, (unsigned long long)s->sv.last_cgid);
 		return;
 	}
 	if (!strcmp(msg, s->absent))
 		return;
 	snprintf(s->absent, sizeof(s->absent), "%s", msg);
-	log_full(level, "service %s: %s", s->p->name, msg);
+	log_full(level, "service %s: %s", s->sv.p->name, msg);
 }
 
 /*
  * The service's cgroup was replaced by a new one (a restart, a recreated
- * cgroup): a new instance. What we recorded and decided about the old one
- * does not apply: the state file's records are renewed (a unit's runtime
- * properties, which outlive a restart, are set back first), the engine
- * and the window start afresh, and the knobs' originals are recorded anew
- * at the next write.
+ * cgroup): a new instance, which service_found() has started afresh (the
+ * window, what we wrote, the engine's memory). What the state file
+ * recorded about the old one is renewed (a unit's runtime properties,
+ * which outlive a restart, are set back first; old_cg is the old
+ * instance's cgroup) and the knobs' originals are recorded anew at the
+ * next write.
  */
-static void service_renew(struct manager *m, struct service_rt *s, int idx, uint64_t old_id,
-			  const char *rel, uint64_t id)
+static void service_renew(struct manager *m, struct service_rt *s, const char *old_cg, uint64_t old_id,
+			  const char *rel, uint64_t id, int reset)
 {
 	int r = 0;
 
 	if (m->state)
-		r = knob_state_renew(m->state, m->cfg->cgroup_base, s->cg, s->p->unit);
+		r = knob_state_renew(m->state, m->cfg->cgroup_base, old_cg, s->sv.p->unit);
 	if (r < 0)
 		log_warning_errno(r, "service %s: Failed to put back the old instance's knobs: %m, ignoring",
-				  s->p->name);
-	memset(s->written, 0, sizeof(s->written));
-	memset(s->wrote, 0, sizeof(s->wrote));
-	memset(s->overridden, 0, sizeof(s->overridden));
+				  s->sv.p->name);
 	memset(s->fail, 0, sizeof(s->fail));
 	memset(s->ctl, 0, sizeof(s->ctl));
 	memset(s->unavail_said, 0, sizeof(s->unavail_said));
 	s->verdict[0] = '\0';
-	if (feed_reset(&s->feed) < 0)
-		log_warning("service %s: out of memory for its diagnosis, ignoring", s->p->name);
-	engine_service_reset(m->engine, idx);
+	if (reset < 0)
+		log_warning("service %s: out of memory for its diagnosis, ignoring", s->sv.p->name);
 	/* A unit's properties may just have been set back: read them again. */
-	if (s->p->unit && m->bus)
-		unit_get(m->bus, s->p->unit, &s->up);
+	if (s->sv.p->unit && m->bus)
+		unit_get(m->bus, s->sv.p->unit, &s->up);
 	log_notice("service %s: %s%s%s is a new cgroup (id %llu, was %llu): controlled afresh, originals recorded anew",
-		   s->p->name, s->p->unit ? s->p->unit : "", s->p->unit ? " -> " : "", rel,
+		   s->sv.p->name, s->sv.p->unit ? s->sv.p->unit : "", s->sv.p->unit ? " -> " : "", rel,
 		   (unsigned long long)id, (unsigned long long)old_id);
 }
 
@@ -301,7 +290,7 @@ static void service_reopen(struct manager *m, struct service_rt *s)
 
 	s->reopen = false;
 	if (r) { /* gone, most likely: the next locate() says so */
-		log_debug_errno(r, "service %s: Failed to open the knobs of %s again: %m", s->p->name, s->cg);
+		log_debug_errno(r, "service %s: Failed to open the knobs of %s again: %m", s->sv.p->name, s->cg);
 		return;
 	}
 	knobs_free(s->knobs);
@@ -313,9 +302,9 @@ static void service_reopen(struct manager *m, struct service_rt *s)
  * directory; for a unit, its ControlGroup first). It may appear after we
  * start, vanish, and come back as a new cgroup with a new id.
  */
-static void service_resolve(struct manager *m, struct service_rt *s, int idx)
+static void service_resolve(struct manager *m, struct service_rt *s)
 {
-	char rel[PATH_MAX], msg[sizeof(s->absent)];
+	char rel[PATH_MAX], msg[sizeof(s->absent)], old_cg[sizeof(s->cg)];
 	uint64_t id, old;
 	int r;
 
@@ -324,12 +313,11 @@ static void service_resolve(struct manager *m, struct service_rt *s, int idx)
 		service_absent(m, s, r);
 		return;
 	}
-	if (s->knobs && id == s->cgid && !strcmp(rel, s->cg)) {
+	if (s->knobs && id == s->sv.cgid && !strcmp(rel, s->cg)) {
 		if (s->reopen)
 			service_reopen(m, s);
 		return;
 	}
-	old = s->cgid ? s->cgid : s->last_cgid;
 	knobs_free(s->knobs);
 	s->knobs = NULL;
 	r = knobs_open(m->cfg->cgroup_base, rel, &s->knobs);
@@ -337,19 +325,19 @@ static void service_resolve(struct manager *m, struct service_rt *s, int idx)
 		snprintf(msg, sizeof(msg), "cannot open the knobs of %s: %s; ignoring until it can",
 			 rel, strerror(-r));
 		if (strcmp(msg, s->absent))
-			log_warning("service %s: %s", s->p->name, msg);
+			log_warning("service %s: %s", s->sv.p->name, msg);
 		snprintf(s->absent, sizeof(s->absent), "%s", msg);
 		s->knobs = NULL;
 		return;
 	}
-	if (old && old != id)
-		service_renew(m, s, idx, old, rel, id);
-	else
-		log_info("service %s: %s%scgroup %s (id %llu)", s->p->name, s->p->unit ? s->p->unit : "",
-			 s->p->unit ? " -> " : "", rel, (unsigned long long)id);
+	snprintf(old_cg, sizeof(old_cg), "%s", s->cg);
 	snprintf(s->cg, sizeof(s->cg), "%s", rel);
-	s->cgid = id;
-	s->last_cgid = 0;
+	r = service_found(&s->sv, m->engine, id, &old);
+	if (r)
+		service_renew(m, s, old_cg, old, rel, id, r);
+	else
+		log_info("service %s: %s%scgroup %s (id %llu)", s->sv.p->name, s->sv.p->unit ? s->sv.p->unit : "",
+			 s->sv.p->unit ? " -> " : "", rel, (unsigned long long)id);
 	s->absent[0] = '\0';
 }
 
@@ -365,10 +353,9 @@ static int services_new(struct manager *m)
 	for (size_t i = 0; i < m->set->n; i++) {
 		struct service_rt *s = &m->svc[i];
 
-		s->p = &m->set->v[i];
-		if (feed_init(&s->feed, s->p, m->cfg->period_ns))
+		if (service_init(&s->sv, &m->set->v[i], i, m->cfg->period_ns))
 			return -ENOMEM;
-		service_resolve(m, s, i);
+		service_resolve(m, s);
 	}
 	return 0;
 }
@@ -406,10 +393,10 @@ static void decision_log(struct manager *m, const struct service_rt *s,
 		return;
 	snprintf(buf, sizeof(buf), "%.3f", ts.tv_sec + ts.tv_nsec / 1e9);
 	json_object_object_add(o, "ts", json_object_new_double_s(atof(buf), buf));
-	json_object_object_add(o, "service", json_object_new_string(s->p->name));
+	json_object_object_add(o, "service", json_object_new_string(s->sv.p->name));
 	json_object_object_add(o, "cgroup", json_object_new_string(s->cg));
-	if (s->p->unit)
-		json_object_object_add(o, "unit", json_object_new_string(s->p->unit));
+	if (s->sv.p->unit)
+		json_object_object_add(o, "unit", json_object_new_string(s->sv.p->unit));
 	json_object_object_add(o, "knob", json_object_new_string(knob_kind_name(a->knob)));
 	json_object_object_add(o, "old", isfinite(a->old_value) ? json_object_new_double(a->old_value)
 							     : json_object_new_string("max"));
@@ -427,7 +414,7 @@ static void decision_log(struct manager *m, const struct service_rt *s,
 /* Is this knob a property of the service's unit (changed through systemd)? */
 static bool unit_knob(const struct service_rt *s, enum knob_kind k)
 {
-	return s->p->unit && unit_property(k);
+	return s->sv.p->unit && unit_property(k);
 }
 
 /*
@@ -455,7 +442,7 @@ static void slice_check(struct manager *m)
 
 static bool slice_used(const struct manager *m, const struct service_rt *s)
 {
-	return s->p->slice_ns.set && m->slice_ok > 0;
+	return s->sv.p->slice_ns.set && m->slice_ok > 0;
 }
 
 /* The service's threads get the slice ns (those that have it are left as they are). */
@@ -475,7 +462,7 @@ static int slice_apply(struct manager *m, struct service_rt *s, uint64_t ns)
 		return r;
 	if (capped && !s->slice_capped)
 		log_warning("service %s: more than %d threads in %s; only the first %d get Slice=",
-			    s->p->name, SLICE_MAX_THREADS, file, SLICE_MAX_THREADS);
+			    s->sv.p->name, SLICE_MAX_THREADS, file, SLICE_MAX_THREADS);
 	s->slice_capped |= capped;
 	r = knob_state_slice(m->state, m->cfg->cgroup_base, s->cg, m->tids, n, ns, m->slice_default_ns, &t);
 	if (t.changed)
@@ -505,13 +492,13 @@ static int write_knob(struct manager *m, struct service_rt *s, const struct acti
 		return knob_state_write(m->state, m->cfg->cgroup_base, s->cg, k, s->knobs, a->old_value,
 					a->new_value);
 	}
-	snprintf(path, len, "%s %s", s->p->unit, unit_property(k));
+	snprintf(path, len, "%s %s", s->sv.p->unit, unit_property(k));
 	if (!m->bus)
 		return -ENOTCONN;
-	r = knob_state_record_unit(m->state, unit_bus_address(m->bus), s->p->unit,
+	r = knob_state_record_unit(m->state, unit_bus_address(m->bus), s->sv.p->unit,
 				   m->cfg->cgroup_base, s->cg, k, a->old_value, s->up.raw[k]);
 	if (!r)
-		r = unit_set(m->bus, s->p->unit, k, unit_value_to_raw(k, a->new_value));
+		r = unit_set(m->bus, s->sv.p->unit, k, unit_value_to_raw(k, a->new_value));
 	if (!r)
 		s->up.raw[k] = unit_value_to_raw(k, a->new_value);
 	return r;
@@ -561,7 +548,7 @@ static void apply(struct manager *m, const struct action *a)
 	m->n_decisions++;
 	if (m->o.dry_run) {
 		log_notice("dry-run: would set %s of %s: %s -> %s (%s)", knob_kind_name(a->knob),
-			   s->p->unit ? s->p->unit : s->cg, o, n, a->reason);
+			   s->sv.p->unit ? s->sv.p->unit : s->cg, o, n, a->reason);
 	} else {
 		r = write_knob(m, s, a, path, sizeof(path));
 		if (r) {
@@ -575,39 +562,31 @@ static void apply(struct manager *m, const struct action *a)
 	}
 	if (!r) {
 		/* As the property holds it, so that reading it back compares equal. */
-		s->written[a->knob] = unit_knob(s, a->knob)
+		service_wrote(&s->sv, a->knob, unit_knob(s, a->knob)
 			? unit_raw_to_value(a->knob, unit_value_to_raw(a->knob, a->new_value))
-			: a->new_value;
-		s->wrote[a->knob] = true;
+			: a->new_value);
 	}
 	decision_log(m, s, a, !m->o.dry_run && !r, r);
 	hook_action(m, s, a, !m->o.dry_run && !r, r); /* status and metrics */
 }
 
-static bool same_value(double a, double b)
-{
-	if (!isfinite(a) || !isfinite(b))
-		return isfinite(a) == isfinite(b);
-	return fabs(a - b) <= 1e-6 * fmax(1, fabs(b));
-}
-
 /*
- * The knob values the engine starts from. A knob that differs from what
- * we last wrote was changed by someone else: hands off, and reported.
- * In dry-run the engine sees what it would have written.
+ * The knob values the engine starts from (service_knob()). A knob that
+ * differs from what we last wrote was changed by someone else: hands off,
+ * and reported.
  */
-static void read_knobs(struct manager *m, struct service_rt *s, int idx, double *knob)
+static void read_knobs(struct manager *m, struct service_rt *s, double *knob)
 {
 	for (int k = 0; k < KNOB_MAX; k++) {
 		double v;
 
 		knob[k] = NAN;
-		if (!s->knobs || s->overridden[k])
+		if (!s->knobs || s->sv.overridden[k])
 			continue;
 		if (k == KNOB_SCHED_SLICE) {
 			/* What we set, or the threads' own (0); a thread changed by someone else is left alone on its own. */
 			if (slice_used(m, s))
-				knob[k] = s->wrote[k] ? s->written[k] : 0;
+				knob[k] = s->sv.wrote[k] ? s->sv.written[k] : 0;
 			continue;
 		}
 		if (unit_knob(s, k)) {
@@ -621,18 +600,14 @@ static void read_knobs(struct manager *m, struct service_rt *s, int idx, double 
 			s->reopen = true;
 			continue;
 		}
-		if (s->wrote[k] && !m->o.dry_run && !same_value(v, s->written[k])) {
-			log_warning("%s of %s was changed by someone else (we set %g, now %g); leaving it alone",
-				    knob_kind_name(k), s->p->unit ? s->p->unit : s->cg, s->written[k], v);
-			s->overridden[k] = true;
-			if (unit_knob(s, k))
-				knob_state_forget_unit(m->state, s->p->unit, k);
-			else
-				knob_state_forget(m->state, m->cfg->cgroup_base, s->cg, k);
-			engine_knob_overridden(m->engine, idx, k);
+		if (!service_knob(&s->sv, m->engine, k, v, m->o.dry_run, &knob[k]))
 			continue;
-		}
-		knob[k] = m->o.dry_run && s->wrote[k] ? s->written[k] : v;
+		log_warning("%s of %s was changed by someone else (we set %g, now %g); leaving it alone",
+			    knob_kind_name(k), s->sv.p->unit ? s->sv.p->unit : s->cg, s->sv.written[k], v);
+		if (unit_knob(s, k))
+			knob_state_forget_unit(m->state, s->sv.p->unit, k);
+		else
+			knob_state_forget(m->state, m->cfg->cgroup_base, s->cg, k);
 	}
 }
 
@@ -648,7 +623,7 @@ static const struct {
 
 static bool limited(const struct service_rt *s, enum knob_kind k)
 {
-	const struct policy *p = s->p;
+	const struct policy *p = s->sv.p;
 
 	if (unit_knob(s, k)) /* systemd enables what a unit's properties need */
 		return false;
@@ -670,7 +645,7 @@ static void ctl_say(struct service_rt *s, size_t i, int level, const char *fmt, 
 	if (!strcmp(msg, s->ctl[i].said))
 		return;
 	snprintf(s->ctl[i].said, sizeof(s->ctl[i].said), "%s", msg);
-	log_full(level, "service %s: %s", s->p->name, msg);
+	log_full(level, "service %s: %s", s->sv.p->name, msg);
 }
 
 /* Each cgroup.subtree_control written, with the reason (userdata). */
@@ -719,7 +694,7 @@ static void controllers_ensure(struct manager *m, struct service_rt *s)
 			continue;
 		}
 		snprintf(reason, sizeof(reason), "%s of %s need%s the %s controller, not enabled for it; policy %s",
-			 names, s->cg, n > 1 ? "" : "s", ctrl, s->p->name);
+			 names, s->cg, n > 1 ? "" : "s", ctrl, s->sv.p->name);
 		if (m->o.dry_run) {
 			r = knob_subtree_plan(base, s->cg, ctrl, from, sizeof(from), why, sizeof(why));
 			if (!r && *from)
@@ -747,13 +722,13 @@ static void controllers_ensure(struct manager *m, struct service_rt *s)
 		if (!limited(s, k) || s->unavail_said[k] || knob_available(s->knobs, k, &w) ||
 		    knob_missing_controller(s->knobs, k))
 			continue;
-		log_warning("service %s: %s of %s cannot act: %s; its other knobs still act", s->p->name,
+		log_warning("service %s: %s of %s cannot act: %s; its other knobs still act", s->sv.p->name,
 			    knob_kind_name(k), s->cg, w);
 		s->unavail_said[k] = true;
 	}
 }
 
-static void sense_service(struct manager *m, struct service_rt *s, int idx,
+static void sense_service(struct manager *m, struct service_rt *s,
 			  const struct sensor_snapshot *now, struct contention_snapshot *cnow,
 			  uint64_t tick, double iv, struct engine_input *in)
 {
@@ -761,32 +736,30 @@ static void sense_service(struct manager *m, struct service_rt *s, int idx,
 	struct contention_sample *c = m->c;      /* reused for every service */
 	bool have_c = false;
 
-	memset(in, 0, sizeof(*in));
-	in->latency_ns = -1;
-	in->cpu_usage = NAN; /* until the contention sample says */
-	service_resolve(m, s, idx);
-	if (s->cgid && s->knobs)
+	service_input_init(in);
+	service_resolve(m, s);
+	if (s->sv.cgid && s->knobs)
 		controllers_ensure(m, s);
-	read_knobs(m, s, idx, in->knob);
-	if (!s->cgid)
+	read_knobs(m, s, in->knob);
+	if (!s->sv.cgid)
 		return;
 	/* New threads (workers, a restarted service) get the slice while it is set. */
-	if (!m->o.dry_run && s->wrote[KNOB_SCHED_SLICE] && s->written[KNOB_SCHED_SLICE] > 0 &&
+	if (!m->o.dry_run && s->sv.wrote[KNOB_SCHED_SLICE] && s->sv.written[KNOB_SCHED_SLICE] > 0 &&
 	    slice_used(m, s)) {
-		int r = slice_apply(m, s, (uint64_t)s->written[KNOB_SCHED_SLICE]);
+		int r = slice_apply(m, s, (uint64_t)s->sv.written[KNOB_SCHED_SLICE]);
 		char path[PATH_MAX + 64], v[32];
 
 		snprintf(path, sizeof(path), "sched.slice of the new threads of %s", s->cg);
-		knob_format_value(v, sizeof(v), KNOB_SCHED_SLICE, s->written[KNOB_SCHED_SLICE], 0);
+		knob_format_value(v, sizeof(v), KNOB_SCHED_SLICE, s->sv.written[KNOB_SCHED_SLICE], 0);
 		if (r && r != -ENOENT)
 			knob_failed(s, KNOB_SCHED_SLICE, r, path, v);
 	}
-	sensor_sample(now, m->prev, s->cgid, iv, q);
+	sensor_sample(now, m->prev, s->sv.cgid, iv, q);
 	if (m->cont && cnow &&
-	    !contention_sample(m->cont, cnow, m->cprev, s->cgid, s->cg, iv, c))
+	    !contention_sample(m->cont, cnow, m->cprev, s->sv.cgid, s->cg, iv, c))
 		have_c = true;
 	hook_sample(m, s, q, have_c ? c : NULL); /* status and metrics */
-	if (feed_tick(&s->feed, s->p, tick, q, have_c ? c : NULL, m->cont != NULL, iv, in))
+	if (service_tick(&s->sv, tick, q, have_c ? c : NULL, m->cont != NULL, iv, in))
 		hook_window(m, s); /* status and metrics */
 }
 
@@ -804,7 +777,7 @@ static void log_verdicts(struct manager *m, uint64_t usec)
 		char kind[sizeof(s->verdict)];
 		size_t n;
 
-		if (s->p->klass != POLICY_LATENCY_CRITICAL || !v || !*v)
+		if (s->sv.p->klass != POLICY_LATENCY_CRITICAL || !v || !*v)
 			continue;
 		n = strcspn(v, ":");
 		snprintf(kind, sizeof(kind), "%.*s", (int)n, v);
@@ -812,12 +785,12 @@ static void log_verdicts(struct manager *m, uint64_t usec)
 			if (usec < s->verdict_usec + VERDICT_REMIND_USEC)
 				continue;
 			s->verdict_usec = usec;
-			log_info("service %s: still %s", s->p->name, v);
+			log_info("service %s: still %s", s->sv.p->name, v);
 			continue;
 		}
 		snprintf(s->verdict, sizeof(s->verdict), "%s", kind);
 		s->verdict_usec = usec;
-		log_info("service %s: %s", s->p->name, v);
+		log_info("service %s: %s", s->sv.p->name, v);
 	}
 }
 
@@ -896,7 +869,7 @@ static int tick(struct manager *m, uint64_t usec)
 		cnow = NULL;
 	iv = (usec - m->last_usec) / 1e6;
 	for (size_t i = 0; i < m->set->n; i++)
-		sense_service(m, &m->svc[i], i, now, cnow,
+		sense_service(m, &m->svc[i], now, cnow,
 			      feed_tick_index(usec, m->cfg->period_ns), iv, &m->in[i]);
 	n = engine_tick(m->engine, usec * 1000, m->in, m->acts, m->nacts);
 	if (n < 0)
@@ -950,7 +923,7 @@ static int restore(struct manager *m, bool keep_iosched)
 	if (r > 0)
 		log_notice("restored %d knob(s) to their original values", r);
 	for (size_t i = 0; m->svc && i < m->set->n; i++)
-		memset(m->svc[i].wrote, 0, sizeof(m->svc[i].wrote));
+		service_restored(&m->svc[i].sv);
 	return 0;
 }
 
@@ -1286,7 +1259,7 @@ static void hook_copy(char *dst, size_t len, const char *src)
 
 static struct report_service *hook_service(struct manager *m, const struct service_rt *s)
 {
-	return m->report ? report_service(m->report, s->p->name) : NULL;
+	return m->report ? report_service(m->report, s->sv.p->name) : NULL;
 }
 
 static void hook_sample(struct manager *m, struct service_rt *s, const struct qos_sample *q,
@@ -1303,9 +1276,9 @@ static void hook_window(struct manager *m, struct service_rt *s)
 	struct report_service *rs = hook_service(m, s);
 
 	if (rs)
-		report_window(rs, &s->feed.window.latency, s->feed.window.requests,
-			      s->feed.window.interval_s,
-			      s->p->klass == POLICY_LATENCY_CRITICAL ? s->p->percentile : NAN);
+		report_window(rs, &s->sv.feed.window.latency, s->sv.feed.window.requests,
+			      s->sv.feed.window.interval_s,
+			      s->sv.p->klass == POLICY_LATENCY_CRITICAL ? s->sv.p->percentile : NAN);
 }
 
 static void hook_action(struct manager *m, struct service_rt *s, const struct action *a,
@@ -1333,22 +1306,22 @@ static void hook_knobs(struct manager *m, struct service_rt *s, struct report_se
 {
 	for (int k = 0; k < KNOB_MAX; k++) {
 		struct report_knob *kn = &rs->knobs[k];
-		const struct policy_range *range = hook_range(s->p, k);
+		const struct policy_range *range = hook_range(s->sv.p, k);
 		double v = NAN;
 
-		if (k == KNOB_SCHED_SLICE && s->cgid && slice_used(m, s))
-			v = s->wrote[k] ? s->written[k] : 0;
-		else if (unit_knob(s, k) && m->bus && s->cgid)
+		if (k == KNOB_SCHED_SLICE && s->sv.cgid && slice_used(m, s))
+			v = s->sv.wrote[k] ? s->sv.written[k] : 0;
+		else if (unit_knob(s, k) && m->bus && s->sv.cgid)
 			v = unit_raw_to_value(k, s->up.raw[k]);
 		else if (!unit_knob(s, k) && s->knobs && knob_available(s->knobs, k, NULL) &&
 			 knob_read(s->knobs, k, &v))
 			v = NAN;
-		kn->shown = (range && range->set) || s->wrote[k];
+		kn->shown = (range && range->set) || s->sv.wrote[k];
 		kn->value = v;
-		kn->overridden = s->overridden[k];
-		kn->ours = !m->o.dry_run && s->wrote[k] && !s->overridden[k];
-		kn->ours_value = s->wrote[k] ? s->written[k] : NAN;
-		if (!s->wrote[k])
+		kn->overridden = s->sv.overridden[k];
+		kn->ours = !m->o.dry_run && s->sv.wrote[k] && !s->sv.overridden[k];
+		kn->ours_value = s->sv.wrote[k] ? s->sv.written[k] : NAN;
+		if (!s->sv.wrote[k])
 			kn->original = NAN;
 	}
 }
@@ -1362,18 +1335,18 @@ static void hook_service_state(struct manager *m, struct service_rt *s, int i)
 	if (!rs)
 		return;
 	rs->active = true;
-	rs->latency_critical = s->p->klass == POLICY_LATENCY_CRITICAL;
-	if (s->cgid != rs->cgroup_id && s->cgid) /* a new instance: originals anew */
+	rs->latency_critical = s->sv.p->klass == POLICY_LATENCY_CRITICAL;
+	if (s->sv.cgid != rs->cgroup_id && s->sv.cgid) /* a new instance: originals anew */
 		for (int k = 0; k < KNOB_MAX; k++)
 			rs->knobs[k].original = NAN;
 	hook_copy(rs->cgroup, sizeof(rs->cgroup), s->cg);
-	hook_copy(rs->unit, sizeof(rs->unit), s->p->unit ? s->p->unit : "");
-	rs->cgroup_id = s->cgid;
-	rs->percentile = rs->latency_critical ? s->p->percentile : NAN;
-	rs->target_s = rs->latency_critical ? s->p->target_ns / 1e9 : NAN;
+	hook_copy(rs->unit, sizeof(rs->unit), s->sv.p->unit ? s->sv.p->unit : "");
+	rs->cgroup_id = s->sv.cgid;
+	rs->percentile = rs->latency_critical ? s->sv.p->percentile : NAN;
+	rs->target_s = rs->latency_critical ? s->sv.p->target_ns / 1e9 : NAN;
 	rs->slack = rs->latency_critical ? engine_slack(m->engine, i) : NAN;
 	hook_copy(rs->verdict, sizeof(rs->verdict), v ? v : "");
-	hook_copy(rs->absent, sizeof(rs->absent), s->cgid ? "" : s->absent);
+	hook_copy(rs->absent, sizeof(rs->absent), s->sv.cgid ? "" : s->absent);
 	hook_knobs(m, s, rs);
 }
 

@@ -2,7 +2,7 @@
 /*
  * tailwarden replay: the policy engine over a recording (record.c),
  * touching nothing. Each tick is fed to the engine as `run --dry-run` feeds
- * it (feed.c): the knobs start from their recorded values and take the
+ * it (service.c, feed.c): the knobs start from their recorded values and take the
  * values the engine decides, virtually. Output depends on the recording
  * and the policies only: the same inputs give the same bytes.
  */
@@ -19,20 +19,16 @@
 #include "common/log.h"
 #include "controller/commands.h"
 #include "controller/daemon.h"
-#include "controller/feed.h"
 #include "controller/recording.h"
+#include "controller/service.h"
 #include "policies/action.h"
 #include "policies/config.h"
 #include "policies/engine.h"
 #include "policies/policy.h"
 
 struct rsvc {
-	const struct policy *p;
-	uint64_t cgid, last_cgid;
+	struct service sv;         /* its life, as the daemon lives it (service.h) */
 	const char *cg;            /* in this tick's recording; NULL when absent */
-	struct feed feed;
-	double written[KNOB_MAX];
-	bool wrote[KNOB_MAX];
 	double home[KNOB_MAX];     /* first value recorded: "throttled" is below it */
 	/* summary */
 	uint64_t windows, over, present, throttled;
@@ -74,11 +70,11 @@ static const struct rec_cgroup *find(const struct rsvc *s, const struct rec_tick
 	for (size_t i = 0; i < t->n; i++) {
 		const char *path = t->v[i].path, *base;
 
-		if (s->p->cgroup && !strcmp(path, s->p->cgroup))
+		if (s->sv.p->cgroup && !strcmp(path, s->sv.p->cgroup))
 			return &t->v[i];
 		/* Unit=: the cgroup systemd names after the unit. */
 		base = strrchr(path, '/');
-		if (s->p->unit && base && !strcmp(base + 1, s->p->unit))
+		if (s->sv.p->unit && base && !strcmp(base + 1, s->sv.p->unit))
 			return &t->v[i];
 	}
 	return NULL;
@@ -107,10 +103,10 @@ static void print_decision(struct replay *rp, const struct rec_tick *t, const st
 		json_object_object_add(j, "t", json_object_new_double_s(rel, buf));
 		snprintf(buf, sizeof(buf), "%.3f", t->ts);
 		json_object_object_add(j, "ts", json_object_new_double_s(t->ts, buf));
-		json_object_object_add(j, "service", json_object_new_string(s->p->name));
+		json_object_object_add(j, "service", json_object_new_string(s->sv.p->name));
 		json_object_object_add(j, "cgroup", json_object_new_string(s->cg ? s->cg : ""));
-		if (s->p->unit)
-			json_object_object_add(j, "unit", json_object_new_string(s->p->unit));
+		if (s->sv.p->unit)
+			json_object_object_add(j, "unit", json_object_new_string(s->sv.p->unit));
 		json_object_object_add(j, "knob", json_object_new_string(knob_kind_name(a->knob)));
 		json_value(j, "old", a->old_value);
 		json_value(j, "new", a->new_value);
@@ -121,8 +117,57 @@ static void print_decision(struct replay *rp, const struct rec_tick *t, const st
 	}
 	knob_format_value(o, sizeof(o), a->knob, a->old_value, 0);
 	knob_format_value(n, sizeof(n), a->knob, a->new_value, 0);
-	printf("+%.3fs %s %s: %s -> %s (%s)\n", rel, s->p->name, knob_kind_name(a->knob), o, n,
+	printf("+%.3fs %s %s: %s -> %s (%s)\n", rel, s->sv.p->name, knob_kind_name(a->knob), o, n,
 	       a->reason);
+}
+
+/* This tick's recorded cgroup of service i: its life and its engine input. */
+static int replay_service(struct replay *rp, const struct rec_tick *t, size_t i,
+			  struct engine_input *in)
+{
+	struct rsvc *s = &rp->svc[i];
+	const struct rec_cgroup *g = find(s, t);
+	int r;
+
+	service_input_init(in);
+	s->cg = g ? g->path : NULL;
+	if (!g) {
+		service_gone(&s->sv);
+		return 0;
+	}
+	r = service_found(&s->sv, rp->engine, g->id, NULL);
+	if (r < 0)
+		return r;
+	for (int k = 0; r && k < KNOB_MAX; k++)
+		s->home[k] = NAN; /* a new instance */
+	s->present++;
+	for (int k = 0; k < KNOB_MAX; k++) {
+		if (isnan(g->knob[k]))
+			continue;
+		/* As `run --dry-run`: the value it would have written. */
+		service_knob(&s->sv, rp->engine, k, g->knob[k], true, &in->knob[k]);
+		if (isnan(s->home[k]))
+			s->home[k] = g->knob[k];
+	}
+	service_tick(&s->sv, t->index, &g->q, g->have_c ? &g->c : NULL, rp->h.contention,
+		     t->interval_s, in);
+	return 0;
+}
+
+/* The summary's figures of service i after this tick. */
+static void replay_count(struct replay *rp, size_t i, const struct engine_input *in)
+{
+	struct rsvc *s = &rp->svc[i];
+	bool throttled = false;
+
+	if (in->have_window && s->sv.p->klass == POLICY_LATENCY_CRITICAL &&
+	    isfinite(engine_slack(rp->engine, i))) {
+		s->windows++;
+		s->over += engine_slack(rp->engine, i) < 0;
+	}
+	for (int k = 0; s->sv.cgid && k < KNOB_MAX; k++)
+		throttled |= s->sv.wrote[k] && s->sv.written[k] < s->home[k];
+	s->throttled += throttled;
 }
 
 /* One tick, as manager.c's tick() would have run it in dry-run. */
@@ -131,7 +176,7 @@ static int replay_tick(struct replay *rp, const struct rec_tick *t)
 	size_t n = rp->set->n, nacts = n * KNOB_MAX + 1;
 	struct engine_input *in = calloc(n ? n : 1, sizeof(*in));
 	struct action *acts = calloc(nacts, sizeof(*acts));
-	int k;
+	int k = 0, r = 0;
 
 	if (!in || !acts) {
 		free(in);
@@ -141,78 +186,26 @@ static int replay_tick(struct replay *rp, const struct rec_tick *t)
 	if (!rp->ticks)
 		rp->first_us = t->mono_us;
 	rp->last_us = t->mono_us;
-	for (size_t i = 0; i < n; i++) {
-		struct rsvc *s = &rp->svc[i];
-		const struct rec_cgroup *g = find(s, t);
-		uint64_t old;
-
-		in[i].latency_ns = -1;
-		in[i].cpu_usage = NAN;
-		s->cg = g ? g->path : NULL;
-		for (int kk = 0; kk < KNOB_MAX; kk++)
-			in[i].knob[kk] = NAN;
-		if (!g) {
-			if (s->cgid) {
-				s->last_cgid = s->cgid;
-				s->cgid = 0;
-				feed_absent(&s->feed);
-			}
-			continue;
-		}
-		old = s->cgid ? s->cgid : s->last_cgid;
-		if (old && old != g->id) {
-			/* A new instance (service_renew() in manager.c). */
-			memset(s->written, 0, sizeof(s->written));
-			memset(s->wrote, 0, sizeof(s->wrote));
-			if (feed_reset(&s->feed) < 0) {
-				free(in);
-				free(acts);
-				return -ENOMEM;
-			}
-			engine_service_reset(rp->engine, i);
-			for (int kk = 0; kk < KNOB_MAX; kk++)
-				s->home[kk] = NAN;
-		}
-		s->cgid = g->id;
-		s->last_cgid = 0;
-		s->present++;
-		for (int kk = 0; kk < KNOB_MAX; kk++) {
-			if (isnan(g->knob[kk]))
-				continue;
-			in[i].knob[kk] = s->wrote[kk] ? s->written[kk] : g->knob[kk];
-			if (isnan(s->home[kk]))
-				s->home[kk] = g->knob[kk];
-		}
-		feed_tick(&s->feed, s->p, t->index, &g->q, g->have_c ? &g->c : NULL,
-			  rp->h.contention, t->interval_s, &in[i]);
-	}
+	for (size_t i = 0; i < n && !r; i++)
+		r = replay_service(rp, t, i, &in[i]);
+	if (r)
+		goto out;
 	k = engine_tick(rp->engine, t->mono_us * 1000, in, acts, nacts);
 	for (int j = 0; j < k; j++) {
 		struct rsvc *s = &rp->svc[acts[j].service];
 
 		print_decision(rp, t, s, &acts[j]);
-		s->written[acts[j].knob] = acts[j].new_value;
-		s->wrote[acts[j].knob] = true;
+		service_wrote(&s->sv, acts[j].knob, acts[j].new_value);
 		s->changes[acts[j].knob]++;
 		rp->decisions++;
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct rsvc *s = &rp->svc[i];
-		bool throttled = false;
-
-		if (in[i].have_window && s->p->klass == POLICY_LATENCY_CRITICAL &&
-		    isfinite(engine_slack(rp->engine, i))) {
-			s->windows++;
-			s->over += engine_slack(rp->engine, i) < 0;
-		}
-		for (int kk = 0; s->cgid && kk < KNOB_MAX; kk++)
-			throttled |= s->wrote[kk] && s->written[kk] < s->home[kk];
-		s->throttled += throttled;
-	}
+	for (size_t i = 0; i < n; i++)
+		replay_count(rp, i, &in[i]);
 	rp->ticks++;
+out:
 	free(in);
 	free(acts);
-	return k < 0 ? k : 0;
+	return r ? r : k < 0 ? k : 0;
 }
 
 static void summary(struct replay *rp, const char *error)
@@ -237,9 +230,9 @@ static void summary(struct replay *rp, const char *error)
 			if (!so || !ch)
 				break;
 			json_object_object_add(so, "class", json_object_new_string(
-				s->p->klass == POLICY_LATENCY_CRITICAL ? "latency-critical" : "best-effort"));
+				s->sv.p->klass == POLICY_LATENCY_CRITICAL ? "latency-critical" : "best-effort"));
 			json_object_object_add(so, "ticks_present", json_object_new_uint64(s->present));
-			if (s->p->klass == POLICY_LATENCY_CRITICAL) {
+			if (s->sv.p->klass == POLICY_LATENCY_CRITICAL) {
 				json_object_object_add(so, "windows", json_object_new_uint64(s->windows));
 				json_object_object_add(so, "windows_over_target", json_object_new_uint64(s->over));
 			}
@@ -251,7 +244,7 @@ static void summary(struct replay *rp, const char *error)
 			snprintf(buf, sizeof(buf), "%.3f", s->throttled * period);
 			json_object_object_add(so, "throttled_s",
 					       json_object_new_double_s(s->throttled * period, buf));
-			json_object_object_add(sv, s->p->name, so);
+			json_object_object_add(sv, s->sv.p->name, so);
 		}
 		json_object_object_add(o, "services", sv);
 		json_object_object_add(o, "error", error ? json_object_new_string(error) : NULL);
@@ -267,13 +260,13 @@ static void summary(struct replay *rp, const char *error)
 		struct rsvc *s = &rp->svc[i];
 		bool any = false;
 
-		printf("  %s: %s", s->p->name,
-		       s->p->klass == POLICY_LATENCY_CRITICAL ? "latency-critical" : "best-effort");
+		printf("  %s: %s", s->sv.p->name,
+		       s->sv.p->klass == POLICY_LATENCY_CRITICAL ? "latency-critical" : "best-effort");
 		if (!s->present) {
 			printf(", not in the recording\n");
 			continue;
 		}
-		if (s->p->klass == POLICY_LATENCY_CRITICAL)
+		if (s->sv.p->klass == POLICY_LATENCY_CRITICAL)
 			printf(", %llu window(s), %llu over target", (unsigned long long)s->windows,
 			       (unsigned long long)s->over);
 		printf("; changes:");
@@ -316,11 +309,10 @@ static int load(struct replay *rp, char *policies, const char *config)
 	if (!rp->engine || !rp->svc)
 		return log_error_errno(-ENOMEM, "Failed to set up: %m");
 	for (size_t i = 0; i < rp->set->n; i++) {
-		rp->svc[i].p = &rp->set->v[i];
+		if (service_init(&rp->svc[i].sv, &rp->set->v[i], i, rp->h.period_ns))
+			return log_error_errno(-ENOMEM, "Failed to set up: %m");
 		for (int k = 0; k < KNOB_MAX; k++)
 			rp->svc[i].home[k] = NAN;
-		if (feed_init(&rp->svc[i].feed, rp->svc[i].p, rp->h.period_ns))
-			return log_error_errno(-ENOMEM, "Failed to set up: %m");
 	}
 	return 0;
 }
@@ -386,7 +378,7 @@ int cmd_replay(int argc, char **argv)
 	summary(&rp, r ? err : NULL);
 out:
 	for (size_t i = 0; rp.svc && rp.set && i < rp.set->n; i++)
-		feed_free(&rp.svc[i].feed);
+		service_done(&rp.svc[i].sv);
 	free(rp.svc);
 	engine_free(rp.engine);
 	policy_set_free(rp.set);
