@@ -8,11 +8,17 @@ BPFTOOL ?= $(shell command -v bpftool || echo /usr/sbin/bpftool)
 CC ?= cc
 ARCH := $(shell uname -m | sed 's/x86_64/x86/;s/aarch64/arm64/')
 VMLINUX_BTF ?= /sys/kernel/btf/vmlinux
+# The kernel's types for the BPF programs: checked in (as libbpf-tools do),
+# so the tree builds where the build machine's kernel has no BTF; CO-RE
+# relocates every field access to the kernel that loads them. `make
+# vmlinux` regenerates it from the running kernel's BTF.
+VMLINUX_H := bpf/vmlinux/$(ARCH)/vmlinux.h
 
 CFLAGS ?= -O2 -g
 # Includes name their folder ("bpf/sensor_abi.h", "sensing/hist.h") from the
-# top; .output holds vmlinux.h and the skeletons.
-CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I. -I$(OUTPUT)
+# top; .output holds the skeletons. -MMD -MP: each object depends on the
+# headers it includes (.output/**/*.d), and a removed header breaks nothing.
+CFLAGS += -std=gnu11 -Wall -Wextra -Werror -I. -I$(OUTPUT) -MMD -MP
 LDLIBS := -lbpf -lelf $(shell pkg-config --libs zlib 2>/dev/null || echo -lz) -ljson-c -lm -lcpupower -linih -lsystemd -lmicrohttpd -lpthread
 ifeq ($(SANITIZE),1)
 CFLAGS += -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
@@ -53,7 +59,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop $(OUTPUT)/tests/knobtool
 BENCH_TOOLS := $(OUTPUT)/tests/onoff $(OUTPUT)/tests/floor.bpf.o $(OUTPUT)/tests/floor_switch.bpf.o
 
-.PHONY: all clean check check-layers contrib unit integration deps bench demo soak tests install uninstall fuzz fuzz-short vm-check vm-check-quick vm-image
+.PHONY: all vmlinux clean check check-layers contrib unit integration deps bench demo soak tests install uninstall fuzz fuzz-short vm-check vm-check-quick vm-image
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -62,14 +68,15 @@ all: tailwarden
 $(OUTPUT) $(OUTPUT)/common $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
-$(OUTPUT)/vmlinux.h: | $(OUTPUT)
+vmlinux:
 	@test -r $(VMLINUX_BTF) || { echo "error: $(VMLINUX_BTF) missing: this kernel has no BTF (CONFIG_DEBUG_INFO_BTF=y is required)" >&2; exit 1; }
-	$(call msg,GEN,$@)
-	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $@
+	$(call msg,GEN,$(VMLINUX_H))
+	$(Q)mkdir -p $(dir $(VMLINUX_H))
+	$(Q)$(BPFTOOL) btf dump file $(VMLINUX_BTF) format c > $(VMLINUX_H).tmp && mv $(VMLINUX_H).tmp $(VMLINUX_H)
 
-$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(OUTPUT)/vmlinux.h | $(OUTPUT)
+$(OUTPUT)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(VMLINUX_H) | $(OUTPUT)
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I. -I$(OUTPUT) -c $< -o $@
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I. -I$(dir $(VMLINUX_H)) -c $< -o $@
 
 $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
@@ -78,7 +85,7 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 $(OUTPUT)/sensing/sensor.o: $(OUTPUT)/sensor.skel.h
 $(OUTPUT)/sensing/contention.o $(OUTPUT)/sensing/contention_load.o: $(OUTPUT)/contention.skel.h
 
-$(OUTPUT)/%.o: %.c $(wildcard */*.h) | $(OUTPUT)/common $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies
+$(OUTPUT)/%.o: %.c | $(OUTPUT)/common $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
@@ -113,9 +120,9 @@ $(OUTPUT)/tests/syscall_loop: tests/bench/syscall_loop.c | $(OUTPUT)/tests
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< -lm -o $@
 
 # The benchmark's floor: empty programs on the request sensor's tracepoints.
-$(OUTPUT)/tests/%.bpf.o: tests/bench/%.bpf.c $(OUTPUT)/vmlinux.h | $(OUTPUT)/tests
+$(OUTPUT)/tests/%.bpf.o: tests/bench/%.bpf.c $(VMLINUX_H) | $(OUTPUT)/tests
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(OUTPUT) -c $< -o $@
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -I$(dir $(VMLINUX_H)) -c $< -o $@
 
 # The same programs on and off within one load (see tests/bench/onoff.c).
 $(OUTPUT)/tests/onoff: tests/bench/onoff.c $(LIBS) | $(OUTPUT)/tests
@@ -164,6 +171,7 @@ contrib:
 
 check: deps
 	$(Q)$(MAKE) --no-print-directory check-layers
+	$(Q)python3 tests/check_docs.py
 	$(Q)$(MAKE) --no-print-directory contrib
 	$(Q)$(MAKE) --no-print-directory tests
 	$(Q)$(MAKE) --no-print-directory unit
@@ -255,7 +263,6 @@ MANDIR ?= $(PREFIX)/share/man
 DOCDIR ?= $(PREFIX)/share/doc/tailwarden
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 MANPAGES := man/tailwarden.8 man/tailwarden.policy.5 man/tailwarden.conf.5
-DOCS := README.md $(wildcard docs/*.md)
 CONTRIB := $(wildcard contrib/prometheus/* contrib/grafana/*)
 
 install: tailwarden
@@ -272,7 +279,9 @@ install: tailwarden
 	install -D -m 0644 man/tailwarden.conf.5 $(DESTDIR)$(MANDIR)/man5/tailwarden.conf.5
 	install -D -m 0644 contrib/bash-completion/tailwarden $(DESTDIR)$(COMPLETIONDIR)/tailwarden
 	install -d -m 0755 $(DESTDIR)$(DOCDIR)/examples
-	install -m 0644 $(DOCS) $(DESTDIR)$(DOCDIR)/
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	install -d -m 0755 $(DESTDIR)$(DOCDIR)/docs
+	install -m 0644 $(wildcard docs/*.md) $(DESTDIR)$(DOCDIR)/docs/
 	install -m 0644 policies/example.policy policies/tailwarden.conf.example $(DESTDIR)$(DOCDIR)/examples/
 	$(if $(CONTRIB),install -m 0644 $(CONTRIB) $(DESTDIR)$(DOCDIR)/examples/)
 
@@ -288,3 +297,6 @@ uninstall:
 clean:
 	$(call msg,CLEAN)
 	$(Q)rm -rf $(OUTPUT) tailwarden
+
+# Header dependencies written by -MMD.
+-include $(shell find $(OUTPUT) -name '*.d' 2>/dev/null)
