@@ -38,7 +38,7 @@ SENSING := sensing/hist.c sensing/cgroup.c sensing/cgroupfs.c sensing/idtab.c se
 CONTROLLER := controller/run.c controller/manager.c controller/decisions.c controller/sensors.c controller/top.c controller/output.c \
 	controller/knob.c controller/knob_freq.c controller/knob_slice.c controller/knob_state.c controller/iosched.c controller/restore.c \
 	controller/check.c \
-	controller/unit.c controller/daemon.c controller/feed.c \
+	controller/unit.c controller/daemon.c controller/feed.c controller/service.c \
 	controller/recording.c controller/record.c controller/replay.c \
 	controller/report.c controller/expo.c controller/status.c controller/metrics.c
 POLICIES := policies/action.c policies/engine.c policies/policy.c policies/config.c policies/ini.c policies/units.c
