@@ -8,12 +8,8 @@
 
 int feed_init(struct feed *f, const struct policy *p, uint64_t period_ns)
 {
-	double period = period_ns ? (double)period_ns : 1e9;
-
 	memset(f, 0, sizeof(*f));
-	f->window_ticks = p->window_ns ? (unsigned)ceil(p->window_ns / period) : 1;
-	if (f->window_ticks < 1)
-		f->window_ticks = 1;
+	f->window_ticks = engine_window_ticks(p, period_ns);
 	f->diag = diag_state_new();
 	return f->diag ? 0 : -ENOMEM;
 }
@@ -75,9 +71,9 @@ static bool window_add(struct feed *f, uint64_t tick, const struct qos_sample *q
 	return (tick + 1) % f->window_ticks == 0;
 }
 
-bool feed_tick(struct feed *f, const struct policy *p, uint64_t tick,
-	       const struct qos_sample *q, const struct contention_sample *c, bool contention,
-	       double iv, struct engine_input *in)
+bool feed_tick(struct feed *f, uint64_t tick, const struct qos_sample *q,
+	       const struct contention_sample *c, bool contention, double iv,
+	       struct engine_input *in)
 {
 	if (c) {
 		diag_update(f->diag, q, c, &f->last_diag);
@@ -93,7 +89,7 @@ bool feed_tick(struct feed *f, const struct policy *p, uint64_t tick,
 		return false;
 	in->have_window = true;
 	in->requests = f->window.requests;
-	in->latency_ns = hist_percentile(&f->window.latency, p->percentile);
+	in->latency = &f->window.latency; /* the engine takes the percentile */
 	in->diag = f->have_diag ? &f->last_diag : NULL;
 	f->ticks = 0;
 	return true;

@@ -32,7 +32,7 @@ struct feed {
 	bool have_diag;
 };
 
-/* Window in ticks of Period= period_ns. 0 or -ENOMEM. */
+/* p's window in ticks of Period= period_ns (engine_window_ticks()). 0 or -ENOMEM. */
 int feed_init(struct feed *f, const struct policy *p, uint64_t period_ns);
 void feed_free(struct feed *f);
 /* A new instance of the service: window and diagnosis start afresh. 0 or -ENOMEM. */
@@ -52,12 +52,12 @@ uint64_t feed_tick_index(uint64_t usec, uint64_t period_ns);
  * One tick of the service: q its request sample, c its contention sample
  * (NULL when none this tick), contention whether a contention sensor runs,
  * iv the tick's length in s. Fills in's diagnosis, CPU use and, when the
- * tick ends a window, the window's figures (have_window). in must be
- * zeroed, latency_ns -1 and knob[] filled by the caller. True when a
- * window ended.
+ * tick ends a window, the window's figures (have_window; latency points
+ * into f, valid until the next feed_tick()). in must be zeroed and knob[]
+ * filled by the caller. True when a window ended.
  */
-bool feed_tick(struct feed *f, const struct policy *p, uint64_t tick,
-	       const struct qos_sample *q, const struct contention_sample *c, bool contention,
-	       double iv, struct engine_input *in);
+bool feed_tick(struct feed *f, uint64_t tick, const struct qos_sample *q,
+	       const struct contention_sample *c, bool contention, double iv,
+	       struct engine_input *in);
 
 #endif

@@ -58,8 +58,7 @@ int service_found(struct service *s, struct engine *e, uint64_t id, uint64_t *ol
 
 void service_input_init(struct engine_input *in)
 {
-	memset(in, 0, sizeof(*in));
-	in->latency_ns = -1;
+	memset(in, 0, sizeof(*in)); /* no window, no latency */
 	in->cpu_usage = NAN; /* until the contention sample says */
 	for (int k = 0; k < KNOB_MAX; k++)
 		in->knob[k] = NAN;
@@ -103,5 +102,5 @@ bool service_tick(struct service *s, uint64_t tick, const struct qos_sample *q,
 		  const struct contention_sample *c, bool contention, double iv,
 		  struct engine_input *in)
 {
-	return feed_tick(&s->feed, s->p, tick, q, c, contention, iv, in);
+	return feed_tick(&s->feed, tick, q, c, contention, iv, in);
 }

@@ -77,6 +77,7 @@
 #include "common/defaults.h"
 #include "policies/engine.h"
 #include "policies/units.h"
+#include "sensing/hist.h"
 
 #define SLACK_CUT 0.0       /* below: a violation */
 #define SLACK_FREQ_UP 0.05  /* below: LC frequency up */
@@ -330,6 +331,14 @@ static uint64_t window_of(const struct policy *p)
 	return p->window_ns ? p->window_ns : TW_ENGINE_WINDOW_NS;
 }
 
+unsigned engine_window_ticks(const struct policy *p, uint64_t period_ns)
+{
+	double period = period_ns ? (double)period_ns : 1e9;
+	unsigned n = (unsigned)ceil(window_of(p) / period);
+
+	return n ? n : 1;
+}
+
 /*
  * One decided change. The reason is the driver's verdict, its diagnosis
  * when with_diag, and the rule. Nothing is remembered when acts is full.
@@ -478,6 +487,7 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 	struct service_mem *s = &e->s[i];
 	char lat[24], tgt[24], pct[16], be_note[128];
 	const char *spare;
+	double latency;
 
 	s->fresh = false;
 	s->slice_now = false;
@@ -497,7 +507,9 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 		       (unsigned long long)in->requests, (unsigned long long)p->min_requests);
 		return;
 	}
-	if (!(in->latency_ns >= 0) || !p->target_ns) {
+	/* Nearest rank, a bucket's midpoint: within 3.125% of the true figure. */
+	latency = in->latency ? hist_percentile(in->latency, p->percentile) : -1;
+	if (!(latency >= 0) || !p->target_ns) {
 		s->band = BAND_NONE;
 		s->streak = 0;
 		s->slack = NAN;
@@ -506,7 +518,7 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 	}
 	s->fresh = true;
 	s->verdict_ns = now;
-	s->slack = 1 - in->latency_ns / (double)p->target_ns;
+	s->slack = 1 - latency / (double)p->target_ns;
 	s->band = s->slack < SLACK_CUT ? BAND_VIOLATION : s->slack > SLACK_GIVE ? BAND_SLACK : BAND_HOLD;
 	s->streak = s->band == BAND_SLACK ? s->streak + 1 : 0;
 	s->route = route_of(in->diag, &spare);
@@ -527,7 +539,7 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 			spare = be_note;
 		}
 	}
-	fmt_ns(lat, sizeof(lat), in->latency_ns);
+	fmt_ns(lat, sizeof(lat), latency);
 	fmt_ns(tgt, sizeof(tgt), p->target_ns);
 	snprintf(pct, sizeof(pct), "p%g", p->percentile * 100);
 	s->head[0] = '\0';

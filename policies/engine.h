@@ -12,18 +12,26 @@
 #include "policies/action.h"
 #include "policies/policy.h"
 #include "sensing/diagnosis.h"
+#include "sensing/hist.h"
 
 /* What the controller knows of one service this tick. */
 struct engine_input {
 	bool have_window;        /* a full window of the service's samples ended now */
 	uint64_t requests;       /* in the window */
-	double latency_ns;       /* the policy's percentile over the window, <0 if none */
+	const struct hist *latency; /* the window's latencies (NULL or empty: none);
+				     * the engine takes the policy's percentile of it */
 	const struct diagnosis *diag; /* NULL when no contention sensor */
 	double knob[KNOB_MAX];   /* current values (NAN when the knob is unavailable) */
 	double cpu_usage;        /* CPUs it used lately (1.0 = one; 0 = idle); NAN: unknown */
 };
 
 struct engine;
+
+/*
+ * The length of p's window (Window=) in ticks of period_ns, at least one:
+ * the controller cuts its windows with it (feed.c).
+ */
+unsigned engine_window_ticks(const struct policy *p, uint64_t period_ns);
 
 /* NULL on ENOMEM. The set must outlive the engine. */
 struct engine *engine_new(const struct policy_set *set);

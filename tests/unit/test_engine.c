@@ -15,6 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 #include "policies/engine.h"
+#include "sensing/hist.h"
 
 #define MS 1000000ULL
 #define SEC 1000000000ULL
@@ -36,6 +37,7 @@ struct fx {
 	struct policy_set set;
 	struct engine *e;
 	struct engine_input in[MAX_SVC];
+	struct hist lat[MAX_SVC]; /* the windows' latencies in[] points to */
 	struct action acts[MAX_SVC * KNOB_MAX];
 	uint64_t now;
 	int n; /* actions of the last tick */
@@ -111,6 +113,25 @@ static void start(struct fx *f)
 	assert_non_null(f->e);
 }
 
+/*
+ * A window's histogram whose percentile is lat_ns (n requests in its
+ * bucket; none when lat_ns < 0): the engine reads the bucket's midpoint,
+ * within 3.125 % of lat_ns (HIST_MAX_REL_ERROR), as it reads a sensor's.
+ */
+static const struct hist *lat_hist(struct hist *h, double lat_ns, uint64_t n)
+{
+	memset(h, 0, sizeof(*h));
+	if (lat_ns >= 0)
+		hist_add(h, (uint64_t)lat_ns, n ? n : 1);
+	return h;
+}
+
+/* What the engine reads of lat_ms: its bucket's midpoint, in ms. */
+static double lat_read(double lat_ms)
+{
+	return hist_mid(hist_bucket((uint64_t)(lat_ms * MS))) / MS;
+}
+
 /* One tick at f->now: run the engine and apply what it decided. */
 static int run_tick(struct fx *f)
 {
@@ -128,7 +149,7 @@ static int window(struct fx *f, double lat_ms, uint64_t requests, const struct d
 {
 	f->now += SEC;
 	f->in[0].have_window = true;
-	f->in[0].latency_ns = lat_ms * MS;
+	f->in[0].latency = lat_hist(&f->lat[0], lat_ms * MS, requests);
 	f->in[0].requests = requests;
 	f->in[0].diag = d;
 	return run_tick(f);
@@ -175,13 +196,13 @@ static void test_cuts_weight_then_quota(void **state)
 		assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], quotas[i], 1e-9);
 	}
 	assert_string_equal(f->acts[0].reason,
-			    "web p99 3.42ms > target 2ms (slack -0.71); no diagnosis: CPU knobs on "
+			    "web p99 3.47ms > target 2ms (slack -0.74); no diagnosis: CPU knobs on "
 			    "slack alone; cut batch cpu.max 12.5% -> 10% (cpu.weight at its floor "
 			    "for a window; multiplicative cut, floor 10%)");
 	/* Nothing left to take: no action, however bad. */
 	for (int i = 0; i < 10; i++)
 		assert_int_equal(window(f, 10, 1000, NULL), 0);
-	assert_float_equal(engine_slack(f->e, 0), -4, 1e-9);
+	assert_float_equal(engine_slack(f->e, 0), 1 - lat_read(10) / 2, 1e-9); /* -4.11 */
 }
 
 /* The reason says which signal, which value, which rule. */
@@ -193,13 +214,13 @@ static void test_reason_in_words(void **state)
 	start(f);
 	assert_int_equal(window(f, 3.42, 1000, &d), 1);
 	assert_string_equal(f->acts[0].reason,
-			    "web p99 3.42ms > target 2ms (slack -0.71); diagnosis cpu/interference "
+			    "web p99 3.47ms > target 2ms (slack -0.74); diagnosis cpu/interference "
 			    "(runq_delay_us.p99 \u00d79.3); cut batch cpu.weight 100 -> 50 "
 			    "(multiplicative cut, floor 10)");
 	assert_int_equal(f->acts[0].service, 1);
 	assert_true(f->acts[0].old_value == 100 && f->acts[0].new_value == 50);
 	assert_string_equal(engine_verdict(f->e, 0),
-			    "violation: web p99 3.42ms > target 2ms (slack -0.71); diagnosis "
+			    "violation: web p99 3.47ms > target 2ms (slack -0.74); diagnosis "
 			    "cpu/interference (runq_delay_us.p99 \u00d79.3)");
 	assert_string_equal(engine_verdict(f->e, 1), "best-effort: no objective");
 	assert_null(engine_verdict(f->e, 2));
@@ -246,7 +267,7 @@ static void test_gives_back_to_bound(void **state)
 			/* 3 windows of slack, and 4 since the last cut. */
 			assert_true(f->now - last_cut >= 4 * SEC);
 			assert_string_equal(f->acts[0].reason,
-					    "web p99 1ms <= target 2ms (slack 0.50, 4 windows above 0.20); "
+					    "web p99 999us <= target 2ms (slack 0.50, 4 windows above 0.20); "
 					    "give back batch cpu.weight 10 -> 12 (multiplicative +25%, on the "
 					    "way back to 100)");
 		}
@@ -257,7 +278,7 @@ static void test_gives_back_to_bound(void **state)
 	assert_true(prev == 100);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
 	assert_string_equal(engine_verdict(f->e, 0),
-			    "large slack: web p99 1ms <= target 2ms (slack 0.50, 60 windows above 0.20)");
+			    "large slack: web p99 999us <= target 2ms (slack 0.50, 60 windows above 0.20)");
 }
 
 /* A give-back returns what was taken: not above the first value seen. */
@@ -407,7 +428,7 @@ static void test_cooldown(void **state)
 	for (int i = 0; i < 4; i++) {
 		f->now = (i + 1) * 2 * SEC + (i % 2 ? 200 * MS : 0);
 		f->in[0] = (struct engine_input){ .have_window = true, .requests = 1000,
-						  .latency_ns = 3 * MS };
+						  .latency = lat_hist(&f->lat[0], 3 * MS, 1000) };
 		no_knobs(&f->in[0]);
 		assert_int_equal(run_tick(f), 1);
 		t_cut[cuts++] = f->now;
@@ -417,7 +438,7 @@ static void test_cooldown(void **state)
 	for (int i = 0; i < 40; i++) {
 		f->now = t_cut[cuts - 1] + (i + 1) * 2 * SEC;
 		f->in[0].have_window = true;
-		f->in[0].latency_ns = 1 * MS;
+		f->in[0].latency = lat_hist(&f->lat[0], 1 * MS, 1000);
 		if (run_tick(f))
 			t_give[gives++] = f->now;
 	}
@@ -434,7 +455,7 @@ static void test_cooldown(void **state)
 	for (int i = 1; i <= 80; i++) {
 		f->now = 1000 * SEC + i * 100 * MS;
 		f->in[0].have_window = true;
-		f->in[0].latency_ns = 3 * MS;
+		f->in[0].latency = lat_hist(&f->lat[0], 3 * MS, 1000);
 		if (run_tick(f))
 			t_cut[cuts++] = f->now;
 		if (cuts == 4)
@@ -588,7 +609,7 @@ static void test_own_load_raises_own_quota(void **state)
 	start(f);
 	assert_int_equal(window(f, 3, 1000, &d), 1);
 	assert_string_equal(f->acts[0].reason,
-			    "web p99 3ms > target 2ms (slack -0.50); diagnosis cpu/load "
+			    "web p99 2.95ms > target 2ms (slack -0.47); diagnosis cpu/load "
 			    "(runq_delay_us.p99 \u00d79.3); raise web cpu.max 100% -> 200% "
 			    "(multiplicative raise)");
 	assert_int_equal(window(f, 3, 1000, &d), 1);
@@ -614,7 +635,7 @@ static void test_own_load_with_busy_neighbours(void **state)
 	assert_int_equal(window(f, 3, 1000, &d), 1);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
 	assert_string_equal(engine_verdict(f->e, 0),
-			    "violation: web p99 3ms > target 2ms (slack -0.50); diagnosis cpu/load "
+			    "violation: web p99 2.95ms > target 2ms (slack -0.47); diagnosis cpu/load "
 			    "(runq_delay_us.p99 \u00d79.3); its own load grew and best-effort services "
 			    "use 30% of a CPU: taken from them");
 	/* Own load with nothing standing out: the same while they use CPU. */
@@ -626,7 +647,7 @@ static void test_own_load_with_busy_neighbours(void **state)
 	assert_int_equal(window(f, 3, 1000, &none), 1);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
 	assert_string_equal(engine_verdict(f->e, 0),
-			    "violation: web p99 3ms > target 2ms (slack -0.50); diagnosis none/load; "
+			    "violation: web p99 2.95ms > target 2ms (slack -0.47); diagnosis none/load; "
 			    "its own load grew, nothing stands out, and best-effort services use 30% of "
 			    "a CPU: taken from them");
 	/* Idle neighbours (below 5% of a CPU) are spared as before. */
@@ -638,7 +659,7 @@ static void test_own_load_with_busy_neighbours(void **state)
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
 }
 
-/* A weight is cut by the square of the miss: 3x over the target cuts to 2/9. */
+/* A weight is cut by the square of the miss: 3x over the target (2.95x as read) cuts to 2/9 (0.23). */
 static void test_weight_cut_scales_with_the_miss(void **state)
 {
 	struct fx *f = *state;
@@ -648,9 +669,9 @@ static void test_weight_cut_scales_with_the_miss(void **state)
 	assert_int_equal(window(f, 6, 1000, NULL), 1);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 23);
 	assert_string_equal(f->acts[0].reason,
-			    "web p99 6ms > target 2ms (slack -2.00); no diagnosis: CPU knobs on slack "
-			    "alone; cut batch cpu.weight 100 -> 23 (multiplicative cut \u00d70.22 (latency "
-			    "3.0x its target), floor 1)");
+			    "web p99 5.9ms > target 2ms (slack -1.95); no diagnosis: CPU knobs on slack "
+			    "alone; cut batch cpu.weight 100 -> 23 (multiplicative cut \u00d70.23 (latency "
+			    "2.9x its target), floor 1)");
 	/* Up to 2x the target, halving; at most a sixteenth at once, however far over. */
 	assert_int_equal(window(f, 2.5, 1000, NULL), 1);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 12);
@@ -771,7 +792,7 @@ static void test_frequency(void **state)
 	/* Slack 0.025: no violation, but the frequency rises at once. */
 	assert_int_equal(window(f, 1.95, 1000, NULL), 1);
 	assert_true(f->in[0].knob[KNOB_CPU_FREQ] == 3000000);
-	assert_string_equal(f->acts[0].reason, "web p99 1.95ms <= target 2ms (slack 0.03); raise web "
+	assert_string_equal(f->acts[0].reason, "web p99 1.93ms <= target 2ms (slack 0.03); raise web "
 					       "cpufreq 2000MHz -> 3000MHz (slack below 0.05: frequency "
 					       "to the ceiling)");
 	/* Large slack: 10% of the range down, every other window, to the floor. */
@@ -811,18 +832,19 @@ static void test_several_latency_critical(void **state)
 	f->pol[1].cpu_quota.set = false;
 	start(f);
 	/* web fine, api violated: cut, named api. */
-	f->in[2] = (struct engine_input){ .have_window = true, .requests = 500, .latency_ns = 12 * MS };
+	f->in[2] = (struct engine_input){ .have_window = true, .requests = 500,
+					  .latency = lat_hist(&f->lat[2], 12 * MS, 500) };
 	no_knobs(&f->in[2]);
 	assert_int_equal(window(f, 1.5, 1000, NULL), 1);
-	assert_non_null(strstr(f->acts[0].reason, "api p99 12ms > target 10ms (slack -0.20)"));
+	assert_non_null(strstr(f->acts[0].reason, "api p99 11.8ms > target 10ms (slack -0.18)"));
 	/* Both violated: the worse one is named. */
 	f->in[2].have_window = true;
 	assert_int_equal(window(f, 3, 1000, NULL), 1);
-	assert_true(strncmp(f->acts[0].reason, "web p99 3ms", 11) == 0);
+	assert_true(strncmp(f->acts[0].reason, "web p99 2.95ms", 14) == 0);
 	/* web in large slack, api holds: no give-back. */
 	for (int i = 0; i < 10; i++) {
 		f->in[2].have_window = true;
-		f->in[2].latency_ns = 9 * MS;
+		f->in[2].latency = lat_hist(&f->lat[2], 9 * MS, 500);
 		assert_int_equal(window(f, 0.5, 1000, NULL), 0);
 	}
 	/* api stops reporting: its verdict expires after 3 windows, web alone decides. */
@@ -841,7 +863,8 @@ static void test_enospc(void **state)
 
 	start(f);
 	f->now = SEC;
-	f->in[0] = (struct engine_input){ .have_window = true, .requests = 1000, .latency_ns = 3 * MS };
+	f->in[0] = (struct engine_input){ .have_window = true, .requests = 1000,
+					  .latency = lat_hist(&f->lat[0], 3 * MS, 1000) };
 	no_knobs(&f->in[0]);
 	assert_int_equal(engine_tick(f->e, f->now, f->in, &one, 0), -ENOSPC);
 	assert_int_equal(engine_tick(f->e, f->now, f->in, &one, 1), 1);
@@ -981,7 +1004,7 @@ static void test_random_sequences_keep_the_rules(void **state)
 			double lat = f->pol[s].target_ns * scale * (0.6 + 0.8 * rng_unit());
 
 			f->in[s].have_window = s == 0 || t % 3 == 0;
-			f->in[s].latency_ns = rng_next() % 50 ? lat : -1;
+			f->in[s].latency = lat_hist(&f->lat[s], rng_next() % 50 ? lat : -1, 1000);
 			f->in[s].requests = rng_next() % 1000;
 			d[s / 2] = random_diag();
 			f->in[s].diag = rng_next() % 4 ? &d[s / 2] : NULL;
@@ -1033,7 +1056,7 @@ static void test_slice_first_rung(void **state)
 	assert_int_equal(f->acts[0].knob, KNOB_SCHED_SLICE);
 	assert_true(f->acts[0].old_value == 0 && f->acts[0].new_value == 300000);
 	assert_string_equal(f->acts[0].reason,
-			    "web p99 3.42ms > target 2ms (slack -0.71); diagnosis cpu/interference "
+			    "web p99 3.47ms > target 2ms (slack -0.74); diagnosis cpu/interference "
 			    "(runq_delay_us.p99 \u00d79.3); raise web sched.slice default -> 300us "
 			    "(the short slice first: a waking request waits behind one short slice, "
 			    "best-effort throughput is not cut)");
@@ -1114,7 +1137,7 @@ static void test_weights_floor(void **state)
 	assert_int_equal(window(f, 0.3, 1000, NULL), 2);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10 && f->in[1].knob[KNOB_IO_WEIGHT] == 10);
 	assert_string_equal(find(f, 1, KNOB_CPU_WEIGHT)->reason,
-			    "web p99 300us <= target 2ms (slack 0.85, 1 window above 0.20); cut batch "
+			    "web p99 303us <= target 2ms (slack 0.85, 1 window above 0.20); cut batch "
 			    "cpu.weight 100 -> 10 (Weights=floor: a latency-critical service serves; a "
 			    "weight only orders wake-ups, so its floor costs nothing while there is room)");
 	/* Long slack: nothing to give back but what reactive cuts took. */

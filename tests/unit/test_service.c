@@ -230,6 +230,8 @@ static void test_windows(void **state)
 	assert_true(tick(&f->web, 5, 300, 3, &in));
 	assert_true(in.have_window);
 	assert_int_equal(in.requests, 400);
+	assert_true(in.latency && in.latency->total == 400);
+	assert_true(in.latency->count[hist_bucket(3 * MS)] == 300);
 	assert_null(in.diag); /* no contention sensor */
 	assert_true(isnan(in.cpu_usage));
 }
