@@ -16,7 +16,8 @@ Delegate=yes), from the read-only share: the tree's binary and test tools at
   hog       nginx as a systemd service (tw-web.service) with a latency-
             critical policy, stress-ng --cpu as a best-effort service on its
             CPU, the installed tailwarden.service (systemctl enable --now):
-            the hog's cpu.weight and cpu.max are cut, the daemon's mode line
+            the hog's cpu.weight is cut (cpu.max too, when a window at the
+            weight's floor still misses), the daemon's mode line
             says the verdict came from arrival-stamped spans, `systemctl stop
             tailwarden` restores both
   unit      (full pass) the same rig, then `systemctl reload tailwarden`,
@@ -303,7 +304,7 @@ class HogRig:
     def start_tailwarden(self, warmup=6):
         """The installed unit, beside nginx alone for warmup s (its windows
         and the diagnosis' baselines), then the hog."""
-        t0 = time.monotonic()
+        t0, self.started = time.monotonic(), time.time()
         sh("systemctl", "enable", "--now", "tailwarden.service", timeout=180)
         self.ready_s = time.monotonic() - t0
         check(show("tailwarden.service", "ActiveState")["ActiveState"] == "active",
@@ -313,13 +314,16 @@ class HogRig:
         self.start_hog()
 
     def cut(self):
+        """The hog's knobs once its cpu.weight is cut. The weight comes
+        first; cpu.max only when a window at the weight's floor still
+        misses, which emulation's noise may or may not give: not required,
+        but restored like the weight when it happened."""
         now = knobs(UNIT_HOG)
-        return now if (int(now["cpu.weight"]) < int(self.orig["cpu.weight"])
-                       and now["cpu.max"] != self.orig["cpu.max"]) else None
+        return now if int(now["cpu.weight"]) < int(self.orig["cpu.weight"]) else None
 
     def wait_cut(self, timeout=60):
         try:
-            return wait_for("the hog's cpu.weight and cpu.max cut (from %s)" % self.orig,
+            return wait_for("the hog's cpu.weight cut (from %s)" % self.orig,
                             self.cut, timeout)
         except TestFailure as e:
             raise TestFailure("%s; now %s; journal: %s" % (e, knobs(UNIT_HOG),
@@ -363,9 +367,10 @@ def decision_reasons():
     return out
 
 
-def first_reason():
-    ds = [d for d in decision_reasons() if UNIT_HOG in (d.get("cgroup") or "")
-          or UNIT_HOG in (d.get("unit") or "") or UNIT_HOG in json.dumps(d)]
+def first_reason(since):
+    """The reason of the daemon's first decision on the hog since `since` (unix s)."""
+    ds = [d for d in decision_reasons() if UNIT_HOG in json.dumps(d)
+          and float(d.get("ts") or 0) >= since]
     return ds[0].get("reason", "") if ds else ""
 
 
@@ -375,7 +380,7 @@ def test_hog():
         rig.start_tailwarden()
         cut = rig.wait_cut()
         mode = rig.mode_line()
-        reason = first_reason()
+        reason = first_reason(rig.started)
         check("diagnosis cpu/interference" in reason,
               "the first cut of the hog does not say it was diagnosed as CPU interference "
               "(run-queue delay): %r" % reason)
@@ -394,15 +399,23 @@ def test_unit_policy():
     with tw.Session(("unified",), tag="unitpol") as sess:
         rig = HogRig(sess, units=True)
         rig.start_tailwarden()
-        cut = rig.wait_cut()
-        props = show(UNIT_HOG, "CPUWeight", "CPUQuotaPerSecUSec")
+        rig.wait_cut()
+        for _ in range(5):
+            # The files and systemd's properties at one moment: no cut between.
+            cut = knobs(UNIT_HOG)
+            props = show(UNIT_HOG, "CPUWeight", "CPUQuotaPerSecUSec")
+            if knobs(UNIT_HOG) == cut:
+                break
+            time.sleep(0.3)
         check(props["CPUWeight"] == cut["cpu.weight"],
               "systemd's CPUWeight=%s differs from cpu.weight %s: not set through the bus"
               % (props["CPUWeight"], cut["cpu.weight"]))
-        check(props["CPUQuotaPerSecUSec"] != rig.orig_props["CPUQuotaPerSecUSec"],
-              "systemd's CPUQuotaPerSecUSec unchanged (%s) while cpu.max is %s"
-              % (props["CPUQuotaPerSecUSec"], cut["cpu.max"]))
-        reason = first_reason()
+        check((props["CPUQuotaPerSecUSec"] != rig.orig_props["CPUQuotaPerSecUSec"])
+              == (cut["cpu.max"] != rig.orig["cpu.max"]),
+              "systemd's CPUQuotaPerSecUSec %s (was %s) disagrees with cpu.max %s (was %s)"
+              % (props["CPUQuotaPerSecUSec"], rig.orig_props["CPUQuotaPerSecUSec"],
+                 cut["cpu.max"], rig.orig["cpu.max"]))
+        reason = first_reason(rig.started)
         sh("systemctl", "stop", "tailwarden.service", timeout=120)
         after, back = knobs(UNIT_HOG), show(UNIT_HOG, "CPUWeight", "CPUQuotaPerSecUSec")
         check(after == rig.orig and back == rig.orig_props,
