@@ -12,6 +12,7 @@ is skipped). Prints PASS/FAIL/SKIP per test and ends with
 "N passed, N failed, N skipped"; exits 1 when any test failed.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -559,6 +560,58 @@ def test_restart(sess):
     worst = max((r["latency_us"]["max"] for r in rows if r["latency_us"]), default=0)
     return "client %d ok / %d errors; inferred %d; worst interval max %.0f us; drops %s" % (
         client, res.get("errors", 0), inferred, worst, drops(rows))
+
+
+HIDE = "TAILWARDEN_TEST_HIDE_TRACEPOINTS"
+
+
+def progs():
+    """Loaded BPF programs, id -> name."""
+    out = subprocess.run(["bpftool", "-j", "prog", "show"], stdout=subprocess.PIPE, text=True,
+                         timeout=30).stdout
+    return {p["id"]: p.get("name") for p in json.loads(out or "[]")}
+
+
+@test
+def test_flavours(sess):
+    """The programs older kernels load, on this one: without the
+    bpf_rdonly_cast kfunc (before 6.2) TCP's fields are read through
+    bpf_skc_to_tcp_sock, same spans; without sock_send_length (before 6.3)
+    a reply ends at fexit of tcp_sendmsg/tcp_sendpage, or, where the kernel
+    refuses fexit (as these development VMs do, EPERM), the syscall
+    fallback takes over and says why. The hooks are hidden by name, as on
+    such a kernel; the guest VMs of tests/vm boot the real ones."""
+    need("nginx")
+    saved = os.environ.get(HIDE)
+    try:
+        os.environ[HIDE] = "bpf_rdonly_cast"
+        helper = accuracy_test(sess, lambda cg: sess.nginx(cg, cpu=SERVER_CPU), "http", 2000, 3)
+        # Which programs that top loaded: the helper flavour's, by name (the
+        # ones that appeared with it: other tailwardens may run beside).
+        before = progs()
+        top = sess.top([], interval=1, cgroup=sess.cgroup("top-helper"))
+        try:
+            names = {n for i, n in progs().items() if i not in before}
+        finally:
+            top.stop()
+        check({"tw_rcv_space_h", "tw_sock_send_h", "tw_set_state_h"} <= names
+              and not names & {"tw_rcv_space", "tw_sock_send", "tw_set_state"},
+              "without the kfunc, top loaded %s" % sorted(names))
+        os.environ[HIDE] = "sock_send_length,sock_recv_length"
+        top = sess.top([], interval=1, count=1, cgroup=sess.cgroup("top-nosend"))
+        rc = top.stop()
+        check(rc == 0, "top without sock_send_length exited %s: %s" % (rc, top.stderr_text()[-500:]))
+        mode = top.mode or ""
+        check(mode.startswith("arrival") and "fexit of tcp_sendmsg" in mode
+              or mode.startswith("syscall") and "refused fexit" in mode,
+              "without sock_send_length: neither fexit's arrival mode nor a syscall fallback "
+              "that says fexit was refused: %r" % mode)
+    finally:
+        if saved is None:
+            os.environ.pop(HIDE, None)
+        else:
+            os.environ[HIDE] = saved
+    return "no kfunc: %s; no sock_send_length: %s" % (helper, mode[:160])
 
 
 @test
