@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "common/fileio.h"
 #include "common/log.h"
 #include "controller/iosched.h"
+#include "controller/knob_state.h"
 
 #define SYS_BLOCK "/sys/block"
 
@@ -214,4 +216,88 @@ void iosched_devices_free(char **v)
 	for (size_t i = 0; v && v[i]; i++)
 		free(v[i]);
 	free(v);
+}
+
+static void __attribute__((format(printf, 3, 4)))
+say(const struct iosched_setup *o, int level, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	o->say(o->userdata, level, line);
+}
+
+/* One disk: say whether I/O weight acts on it, switch it if asked. 1 switched, else 0. */
+static int setup_one(struct iosched_setup *o, const char *dev)
+{
+	struct iosched now;
+	char was[IOSCHED_NAME_MAX];
+	int r;
+
+	r = iosched_get(dev, &now);
+	if (r == -ENOENT) {
+		say(o, LOG_WARNING, "I/O weight: %s is not a disk with an I/O scheduler (no /sys/block/%s/queue/scheduler)",
+		    dev, dev);
+		return 0;
+	}
+	if (r) {
+		say(o, LOG_WARNING, "Failed to read /sys/block/%s/queue/scheduler: %s: %s", dev,
+		    r == -EBADMSG ? "unexpected contents" : strerror(-r), strerror(-r));
+		return 0;
+	}
+	if (o->n_seen < o->max_seen)
+		snprintf(o->seen[o->n_seen++], IOSCHED_NAME_MAX, "%s", dev);
+	if (!strcmp(now.current, "bfq")) {
+		say(o, LOG_INFO, "I/O weight can act on %s: its scheduler is bfq%s", dev,
+		    o->state && knob_state_has_iosched(o->state, dev) ? " (switched by tailwarden)" : "");
+		return 0;
+	}
+	if (!o->want) {
+		say(o, LOG_NOTICE, "I/O weight has no effect on %s: its scheduler is %s; set IOScheduler=bfq to let tailwarden switch it while it runs",
+		    dev, now.current);
+		return 0;
+	}
+	if (!iosched_offers(&now, o->want)) {
+		say(o, LOG_WARNING, "I/O weight has no effect on %s: its scheduler is %s and it does not offer %s (is the bfq module available?); leaving it",
+		    dev, now.current, o->want);
+		return 0;
+	}
+	if (o->dry_run) {
+		say(o, LOG_NOTICE, "dry-run: would switch the I/O scheduler of %s from %s to %s; I/O weight has no effect on it meanwhile",
+		    dev, now.current, o->want);
+		return 0;
+	}
+	snprintf(was, sizeof(was), "%s", now.current);
+	r = knob_state_write_iosched(o->state, dev, o->want);
+	if (r) {
+		say(o, LOG_ERR, "Failed to switch the I/O scheduler of %s from %s to %s: %s; I/O weight has no effect on it",
+		    dev, was, o->want, strerror(-r));
+		return 0;
+	}
+	say(o, LOG_NOTICE, "switched the I/O scheduler of %s from %s to %s while tailwarden runs: I/O weight can act on it",
+	    dev, was, o->want);
+	return 1;
+}
+
+int iosched_setup(struct iosched_setup *o)
+{
+	char **all = NULL, **devs = o->devs;
+	int r, n = 0;
+
+	o->n_seen = 0;
+	if (!devs || !devs[0]) {
+		r = iosched_devices(&all);
+		if (r)
+			return r;
+		devs = all;
+		if (!devs[0])
+			say(o, LOG_NOTICE, "I/O weight: no disk with an I/O scheduler in /sys/block");
+	}
+	for (size_t i = 0; devs[i]; i++)
+		n += setup_one(o, devs[i]);
+	iosched_devices_free(all);
+	return n;
 }

@@ -2,8 +2,9 @@
 /*
  * Block devices' I/O schedulers (/sys/block/NAME/queue/scheduler): I/O
  * weight (io.weight, blkio.bfq.weight) acts only while a disk's scheduler
- * is bfq. Reading, parsing and switching them. Library code: returns
- * -errno, logs nothing above debug.
+ * is bfq. Reading, parsing and switching them, and the daemon's set-up
+ * (iosched_setup()). Library code: returns -errno, logs nothing above
+ * debug; the set-up's lines go to the caller, which logs them.
  */
 #ifndef TW_IOSCHED_H
 #define TW_IOSCHED_H
@@ -53,5 +54,31 @@ int iosched_set(const char *dev, const char *name);
  */
 int iosched_devices(char ***out);
 void iosched_devices_free(char **v);
+
+struct knob_state;
+
+/* What iosched_setup() found and did, one line at a time, for the caller to log. */
+typedef void (*iosched_say_fn)(void *userdata, int level, const char *line);
+
+struct iosched_setup {
+	const char *want;          /* IOScheduler= ("bfq"), or NULL: only say */
+	char **devs;               /* IOSchedulerDevices=; NULL or empty: every whole disk */
+	bool dry_run;              /* say what would be switched, switch nothing */
+	struct knob_state *state;  /* records each original before its switch */
+	iosched_say_fn say;        /* each disk's line, whole, and its LOG_* level */
+	void *userdata;
+	char (*seen)[IOSCHED_NAME_MAX]; /* filled with the disks read, at most max_seen */
+	size_t max_seen, n_seen;
+};
+
+/*
+ * I/O weight acts only while a disk's scheduler is bfq: for each disk,
+ * one line says whether it can; with want, disks on another scheduler
+ * that offer it are switched (recorded in state first, restored at exit
+ * by knob_state). How many were switched (a new file, io.bfq.weight, may
+ * exist: the caller opens its knobs again), or -errno when /sys/block
+ * cannot be listed.
+ */
+int iosched_setup(struct iosched_setup *o);
 
 #endif

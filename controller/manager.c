@@ -6,6 +6,12 @@
  * change. Every decision is logged in words and in the decision log; in
  * dry-run nothing is written, but the engine is shown the values it would
  * have set, so its decisions are the same as in a real run.
+ *
+ * Here: the state (manager.h), the event sources and the tick. A
+ * service's life is service.c's, the report side (status.json, /metrics)
+ * manager_report.c's, the disks' I/O schedulers iosched_setup()'s and the
+ * connection to systemd unit_link's (unit.c); each says what happened
+ * and this file logs it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,7 +32,6 @@
 #include "controller/commands.h"
 #include "controller/daemon.h"
 #include "controller/decisions.h"
-#include "controller/expo.h"
 #include "controller/feed.h"
 #include "controller/knob.h"
 #include "controller/knob_slice.h"
@@ -37,7 +42,6 @@
 #include "controller/report.h"
 #include "controller/sensors.h"
 #include "controller/service.h"
-#include "controller/status.h"
 #include "controller/unit.h"
 #include "policies/action.h"
 #include "policies/engine.h"
@@ -52,86 +56,6 @@
 #define VERDICT_REMIND_USEC (60 * 1000000ULL)
 /* A lost or missing bus is tried again this often. */
 #define BUS_RETRY_USEC (5 * 1000000ULL)
-
-struct service_rt {
-	struct service sv;         /* its life: cgroup id, window, what we wrote (service.h) */
-	char cg[PATH_MAX];	   /* its cgroup, relative to the root; "" until first found */
-	struct knobs *knobs;	   /* NULL while the cgroup does not exist */
-	struct unit_props up;	   /* Unit=: the unit as read this tick */
-	char absent[2 * PATH_MAX]; /* why it is not controlled, as last logged */
-	char verdict[32];          /* kind of the last verdict logged ("violation", "hold", ...) */
-	uint64_t verdict_usec;     /* when a verdict was last logged */
-	bool slice_capped;         /* the thread cap was said */
-	bool reopen;               /* a knob's file vanished: open the knobs again */
-	struct ctl_note {          /* a cgroup v2 controller its knobs need (cpu, io) */
-		bool enabled;      /* we enabled it for this instance */
-		char said[1024];   /* why its knobs cannot act, as last logged */
-	} ctl[2];
-	bool unavail_said[KNOB_MAX]; /* a knob that cannot act for another reason, said */
-	struct knob_fail {         /* a knob write that keeps failing */
-		unsigned n;        /* failures in a row */
-		int err;           /* the last one's -errno */
-	} fail[KNOB_MAX];
-};
-
-struct manager {
-	struct manager_opts o;
-	struct tw_config *cfg;
-	char root[PATH_MAX];
-	struct policy_set *set;
-	struct engine *engine;
-	struct service_rt *svc;
-	struct sensor *sensor;
-	struct sensor_snapshot *prev;
-	struct contention *cont;
-	struct contention_snapshot *cprev;
-	struct knob_state *state;
-	struct decisions *decisions; /* NULL without DecisionLog= */
-	struct engine_input *in;   /* per-tick scratch, sized by the policy set */
-	struct action *acts;
-	size_t nacts;
-	struct qos_sample *q;      /* one service's tick, while it is sensed */
-	struct contention_sample *c;
-	sd_event *event;
-	uint64_t last_usec;
-	uint64_t n_decisions, n_applied, n_failed;
-	uint64_t ticks;
-	struct daemon_watchdog *watchdog;
-	struct cg_names *names;    /* for freeing removed cgroups' map entries */
-	struct unit_bus *bus;      /* Unit= policies; NULL without one */
-	char bus_why[512];         /* why there is none */
-	uint64_t bus_retry_usec;
-	uint64_t drops_since_usec; /* sensor drops accumulated since */
-	struct sensor_drops drops;
-	struct contention_drops cdrops;
-	uint64_t reaped;
-	char reload_error[256];    /* the last rejected reload, for STATUS= */
-	struct report *report;     /* for `tailwarden status` and /metrics */
-	struct metrics *metrics;   /* NULL with Metrics=no */
-	bool status_failed;        /* the last status.json write failed (said once) */
-	int slice_ok;              /* custom slices: 1 work, -1 do not, 0 not probed */
-	uint64_t slice_default_ns; /* the kernel's default slice */
-	pid_t *tids;               /* scratch: a service's threads */
-};
-
-static void hook_sample(struct manager *m, struct service_rt *s, const struct qos_sample *q,
-			const struct contention_sample *c);
-static void hook_window(struct manager *m, struct service_rt *s);
-static void hook_action(struct manager *m, struct service_rt *s, const struct action *a,
-			bool applied, int err);
-static void hook_publish(struct manager *m, uint64_t tick_start_usec);
-static void hook_drops(struct manager *m, const struct sensor_drops *d,
-		       const struct contention_drops *cd, size_t freed);
-static int hooks_open(struct manager *m);
-static void hooks_close(struct manager *m);
-
-static uint64_t now_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000ULL + ts.tv_nsec / 1000;
-}
 
 static const struct sensor_opts sensor_defaults = SENSOR_OPTS_DEFAULT;
 
@@ -160,32 +84,17 @@ static bool any_unit(const struct manager *m)
 /* Connect to systemd for Unit= policies; without it they wait, the rest run. */
 static void bus_connect(struct manager *m, uint64_t now_usec)
 {
-	const char *why = NULL;
-	bool first = !m->bus_retry_usec;
+	bool first = !m->link.retry_usec;
 	int r;
 
-	if (m->bus || !any_unit(m) || now_usec < m->bus_retry_usec)
+	if (!any_unit(m))
 		return;
-	m->bus_retry_usec = now_usec + BUS_RETRY_USEC;
-	r = unit_bus_open(m->cfg->bus, NULL, &m->bus, &why);
-	if (r) {
-		if (first)
-			log_error("Unit= policies cannot be followed: %s; policies with Cgroup= still run", why);
-		snprintf(m->bus_why, sizeof(m->bus_why), "%s", why);
-		return;
-	}
-	log_info("Unit= policies follow systemd on the %s (%s)", unit_bus_name(m->bus),
-		 unit_bus_address(m->bus));
-	m->bus_why[0] = '\0';
-}
-
-static void bus_lost(struct manager *m)
-{
-	snprintf(m->bus_why, sizeof(m->bus_why), "the connection to systemd on the %s was lost",
-		 unit_bus_name(m->bus));
-	log_warning("%s; trying again every %llu s", m->bus_why, BUS_RETRY_USEC / 1000000ULL);
-	unit_bus_free(m->bus);
-	m->bus = NULL;
+	r = unit_link_connect(&m->link, m->cfg->bus, now_usec, BUS_RETRY_USEC);
+	if (r < 0 && first)
+		log_error("Unit= policies cannot be followed: %s; policies with Cgroup= still run", m->link.why);
+	else if (r > 0)
+		log_info("Unit= policies follow systemd on the %s (%s)", unit_bus_name(m->link.bus),
+			 unit_bus_address(m->link.bus));
 }
 
 /*
@@ -199,13 +108,13 @@ static int locate(struct manager *m, struct service_rt *s, char *rel, uint64_t *
 	int r;
 
 	if (s->sv.p->unit) {
-		if (!m->bus)
-			return -ENOTCONN;
-		r = unit_get(m->bus, s->sv.p->unit, &s->up);
-		if (r == -ENOTCONN || r == -EHOSTUNREACH)
-			bus_lost(m);
+		bool had = m->link.bus;
+
+		r = unit_link_get(&m->link, s->sv.p->unit, &s->up);
+		if (r == -ENOTCONN && had)
+			log_warning("%s; trying again every %llu s", m->link.why, BUS_RETRY_USEC / 1000000ULL);
 		if (r)
-			return r == -EHOSTUNREACH ? -ENOTCONN : r;
+			return r;
 		if (!*s->up.cgroup)
 			return -ESRCH;
 		path = s->up.cgroup;
@@ -222,7 +131,7 @@ static void service_absent(struct manager *m, struct service_rt *s, int err)
 
 	if (err == -ENOTCONN) {
 		snprintf(msg, sizeof(msg), "Unit=%s cannot be followed: %s; not controlled", name,
-			 *m->bus_why ? m->bus_why : "no bus");
+			 *m->link.why ? m->link.why : "no bus");
 		level = LOG_ERR;
 	} else if (s->sv.p->unit && err == -ENOENT) {
 		snprintf(msg, sizeof(msg), "unit %s is not loaded; waiting for it", name);
@@ -275,8 +184,8 @@ static void service_renew(struct manager *m, struct service_rt *s, const char *o
 	if (reset < 0)
 		log_warning("service %s: out of memory for its diagnosis, ignoring", s->sv.p->name);
 	/* A unit's properties may just have been set back: read them again. */
-	if (s->sv.p->unit && m->bus)
-		unit_get(m->bus, s->sv.p->unit, &s->up);
+	if (s->sv.p->unit && m->link.bus)
+		unit_get(m->link.bus, s->sv.p->unit, &s->up);
 	log_notice("service %s: %s%s%s is a new cgroup (id %llu, was %llu): controlled afresh, originals recorded anew",
 		   s->sv.p->name, s->sv.p->unit ? s->sv.p->unit : "", s->sv.p->unit ? " -> " : "", rel,
 		   (unsigned long long)id, (unsigned long long)old_id);
@@ -407,14 +316,8 @@ static void decision_log(struct manager *m, const struct service_rt *s,
 	json_object_object_add(o, "applied", json_object_new_boolean(applied));
 	json_object_object_add(o, "error", err ? json_object_new_string(strerror(-err)) : NULL);
 	decisions_write(m->decisions, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
-			now_usec());
+			manager_now_usec());
 	json_object_put(o);
-}
-
-/* Is this knob a property of the service's unit (changed through systemd)? */
-static bool unit_knob(const struct service_rt *s, enum knob_kind k)
-{
-	return s->sv.p->unit && unit_property(k);
 }
 
 /*
@@ -438,11 +341,6 @@ static void slice_check(struct manager *m)
 	else
 		log_info("Slice= can act: custom EEVDF slices work (default slice %.3g ms)",
 			 m->slice_default_ns / 1e6);
-}
-
-static bool slice_used(const struct manager *m, const struct service_rt *s)
-{
-	return s->sv.p->slice_ns.set && m->slice_ok > 0;
 }
 
 /* The service's threads get the slice ns (those that have it are left as they are). */
@@ -487,18 +385,18 @@ static int write_knob(struct manager *m, struct service_rt *s, const struct acti
 			return slice_apply(m, s, (uint64_t)a->new_value);
 		return knob_state_slice_release(m->state, m->cfg->cgroup_base, s->cg);
 	}
-	if (!unit_knob(s, k)) {
+	if (!manager_unit_knob(s, k)) {
 		snprintf(path, len, "%s", knob_path(s->knobs, k));
 		return knob_state_write(m->state, m->cfg->cgroup_base, s->cg, k, s->knobs, a->old_value,
 					a->new_value);
 	}
 	snprintf(path, len, "%s %s", s->sv.p->unit, unit_property(k));
-	if (!m->bus)
+	if (!m->link.bus)
 		return -ENOTCONN;
-	r = knob_state_record_unit(m->state, unit_bus_address(m->bus), s->sv.p->unit,
+	r = knob_state_record_unit(m->state, unit_bus_address(m->link.bus), s->sv.p->unit,
 				   m->cfg->cgroup_base, s->cg, k, a->old_value, s->up.raw[k]);
 	if (!r)
-		r = unit_set(m->bus, s->sv.p->unit, k, unit_value_to_raw(k, a->new_value));
+		r = unit_set(m->link.bus, s->sv.p->unit, k, unit_value_to_raw(k, a->new_value));
 	if (!r)
 		s->up.raw[k] = unit_value_to_raw(k, a->new_value);
 	return r;
@@ -562,12 +460,12 @@ static void apply(struct manager *m, const struct action *a)
 	}
 	if (!r) {
 		/* As the property holds it, so that reading it back compares equal. */
-		service_wrote(&s->sv, a->knob, unit_knob(s, a->knob)
+		service_wrote(&s->sv, a->knob, manager_unit_knob(s, a->knob)
 			? unit_raw_to_value(a->knob, unit_value_to_raw(a->knob, a->new_value))
 			: a->new_value);
 	}
 	decision_log(m, s, a, !m->o.dry_run && !r, r);
-	hook_action(m, s, a, !m->o.dry_run && !r, r); /* status and metrics */
+	manager_report_action(m, s, a, !m->o.dry_run && !r, r); /* status and metrics */
 }
 
 /*
@@ -585,12 +483,12 @@ static void read_knobs(struct manager *m, struct service_rt *s, double *knob)
 			continue;
 		if (k == KNOB_SCHED_SLICE) {
 			/* What we set, or the threads' own (0); a thread changed by someone else is left alone on its own. */
-			if (slice_used(m, s))
+			if (manager_slice_used(m, s))
 				knob[k] = s->sv.wrote[k] ? s->sv.written[k] : 0;
 			continue;
 		}
-		if (unit_knob(s, k)) {
-			if (!m->bus)
+		if (manager_unit_knob(s, k)) {
+			if (!m->link.bus)
 				continue;
 			v = unit_raw_to_value(k, s->up.raw[k]);
 		} else if (!knob_available(s->knobs, k, NULL)) {
@@ -604,7 +502,7 @@ static void read_knobs(struct manager *m, struct service_rt *s, double *knob)
 			continue;
 		log_warning("%s of %s was changed by someone else (we set %g, now %g); leaving it alone",
 			    knob_kind_name(k), s->sv.p->unit ? s->sv.p->unit : s->cg, s->sv.written[k], v);
-		if (unit_knob(s, k))
+		if (manager_unit_knob(s, k))
 			knob_state_forget_unit(m->state, s->sv.p->unit, k);
 		else
 			knob_state_forget(m->state, m->cfg->cgroup_base, s->cg, k);
@@ -625,7 +523,7 @@ static bool limited(const struct service_rt *s, enum knob_kind k)
 {
 	const struct policy *p = s->sv.p;
 
-	if (unit_knob(s, k)) /* systemd enables what a unit's properties need */
+	if (manager_unit_knob(s, k)) /* systemd enables what a unit's properties need */
 		return false;
 	return (k == KNOB_CPU_QUOTA && p->cpu_quota.set) || (k == KNOB_CPU_WEIGHT && p->cpu_weight.set) ||
 	       (k == KNOB_IO_WEIGHT && p->io_weight.set);
@@ -745,7 +643,7 @@ static void sense_service(struct manager *m, struct service_rt *s,
 		return;
 	/* New threads (workers, a restarted service) get the slice while it is set. */
 	if (!m->o.dry_run && s->sv.wrote[KNOB_SCHED_SLICE] && s->sv.written[KNOB_SCHED_SLICE] > 0 &&
-	    slice_used(m, s)) {
+	    manager_slice_used(m, s)) {
 		int r = slice_apply(m, s, (uint64_t)s->sv.written[KNOB_SCHED_SLICE]);
 		char path[PATH_MAX + 64], v[32];
 
@@ -758,9 +656,9 @@ static void sense_service(struct manager *m, struct service_rt *s,
 	if (m->cont && cnow &&
 	    !contention_sample(m->cont, cnow, m->cprev, s->sv.cgid, s->cg, iv, c))
 		have_c = true;
-	hook_sample(m, s, q, have_c ? c : NULL); /* status and metrics */
+	manager_report_sample(m, s, q, have_c ? c : NULL); /* status and metrics */
 	if (service_tick(&s->sv, tick, q, have_c ? c : NULL, m->cont != NULL, iv, in))
-		hook_window(m, s); /* status and metrics */
+		manager_report_window(m, s); /* status and metrics */
 }
 
 /*
@@ -817,7 +715,7 @@ static void tables_tick(struct manager *m, const struct sensor_snapshot *now,
 	sd_event_now(m->event, CLOCK_MONOTONIC, &t);
 	freed = sensing_reap(m->names, (t - read_usec) / 1000, m->sensor, now, m->cont, cnow);
 	m->reaped += freed;
-	hook_drops(m, &d, &cd, freed); /* status and metrics */
+	manager_report_drops(m, &d, &cd, freed); /* status and metrics */
 	if (!m->drops_since_usec)
 		m->drops_since_usec = usec;
 	if (usec - m->drops_since_usec < DROPS_LOG_USEC)
@@ -858,7 +756,7 @@ static int tick(struct manager *m, uint64_t usec)
 	double iv;
 	int n, r;
 
-	start_usec = now_usec(); /* status and metrics: the tick's duration */
+	start_usec = manager_now_usec(); /* status and metrics: the tick's duration */
 	daemon_test_stall(m->ticks);
 	bus_connect(m, usec);
 	sd_event_now(m->event, CLOCK_MONOTONIC, &read_usec);
@@ -885,7 +783,7 @@ static int tick(struct manager *m, uint64_t usec)
 	m->last_usec = usec;
 	m->ticks++;
 	notify_status(m);
-	hook_publish(m, start_usec); /* status and metrics */
+	manager_report_publish(m, start_usec); /* status and metrics */
 	sd_event_now(m->event, CLOCK_MONOTONIC, &read_usec);
 	daemon_watchdog_progress(m->watchdog, read_usec);
 	return 0;
@@ -944,7 +842,7 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	(void)si;
 	daemon_notify_reloading();
 	/* logrotate's postrotate: later decisions go to a new file. */
-	if (m->decisions && !decisions_reopen(m->decisions, now_usec()))
+	if (m->decisions && !decisions_reopen(m->decisions, manager_now_usec()))
 		log_info("reopened the decision log %s", m->cfg->decision_log);
 	m->reload_error[0] = '\0';
 	if (load_policies(m, &set)) {
@@ -991,86 +889,49 @@ static bool limits_io_weight(const struct policy_set *set)
 	return false;
 }
 
+/* A line of iosched_setup(), logged as it says. */
+static void iosched_line(void *userdata, int level, const char *line)
+{
+	(void)userdata;
+	log_full(level, "%s", line);
+}
+
 /*
  * I/O weight acts only while a disk's scheduler is bfq. When a policy
  * limits IOWeight= (or IOScheduler= is set), one line per disk says
- * whether it can; with IOScheduler=bfq, disks on another scheduler that
- * offer bfq are switched to it (recorded first, restored at exit). The
- * disks: IOSchedulerDevices=, else every whole disk (iosched_devices()).
+ * whether it can; with IOScheduler=bfq, disks that offer it are switched
+ * (iosched_setup()), and the knobs reopened, so that io.bfq.weight is
+ * used. The disks: IOSchedulerDevices=, else every whole disk.
  */
 static void io_schedulers(struct manager *m)
 {
-	const char *want = m->cfg->io_scheduler;
-	char **all = NULL, **devs = m->cfg->io_scheduler_devices;
+	struct iosched_setup o = {
+		.want = m->cfg->io_scheduler,
+		.devs = m->cfg->io_scheduler_devices,
+		.dry_run = m->o.dry_run,
+		.state = m->state,
+		.say = iosched_line,
+	};
+	char seen[REPORT_DISKS][IOSCHED_NAME_MAX];
 	int r;
 
 	if (m->report)
 		m->report->n_disks = 0;
-	if (!want && !limits_io_weight(m->set))
+	if (!o.want && !limits_io_weight(m->set))
 		return;
-	if (!devs || !devs[0]) {
-		r = iosched_devices(&all);
-		if (r) {
-			log_warning_errno(r, "Failed to list the block devices in /sys/block: %m");
-			return;
-		}
-		devs = all;
-		if (!devs[0])
-			log_notice("I/O weight: no disk with an I/O scheduler in /sys/block");
+	o.seen = seen;
+	o.max_seen = m->report ? REPORT_DISKS : 0;
+	r = iosched_setup(&o);
+	if (r < 0) {
+		log_warning_errno(r, "Failed to list the block devices in /sys/block: %m");
+		return;
 	}
-	for (size_t i = 0; devs[i]; i++) {
-		const char *dev = devs[i];
-		struct iosched now;
-		char was[IOSCHED_NAME_MAX];
-
-		r = iosched_get(dev, &now);
-		if (r == -ENOENT) {
-			log_warning("I/O weight: %s is not a disk with an I/O scheduler (no /sys/block/%s/queue/scheduler)",
-				    dev, dev);
-			continue;
-		}
-		if (r) {
-			log_warning_errno(r, "Failed to read /sys/block/%s/queue/scheduler: %s", dev,
-					  r == -EBADMSG ? "unexpected contents" : strerror(-r));
-			continue;
-		}
-		if (m->report && m->report->n_disks < REPORT_DISKS)
-			snprintf(m->report->disks[m->report->n_disks++].dev,
-				 sizeof(m->report->disks[0].dev), "%s", dev);
-		if (!strcmp(now.current, "bfq")) {
-			log_info("I/O weight can act on %s: its scheduler is bfq%s", dev,
-				 m->state && knob_state_has_iosched(m->state, dev) ? " (switched by tailwarden)" : "");
-			continue;
-		}
-		if (!want) {
-			log_notice("I/O weight has no effect on %s: its scheduler is %s; set IOScheduler=bfq to let tailwarden switch it while it runs",
-				   dev, now.current);
-			continue;
-		}
-		if (!iosched_offers(&now, want)) {
-			log_warning("I/O weight has no effect on %s: its scheduler is %s and it does not offer %s (is the bfq module available?); leaving it",
-				    dev, now.current, want);
-			continue;
-		}
-		if (m->o.dry_run) {
-			log_notice("dry-run: would switch the I/O scheduler of %s from %s to %s; I/O weight has no effect on it meanwhile",
-				   dev, now.current, want);
-			continue;
-		}
-		snprintf(was, sizeof(was), "%s", now.current);
-		r = knob_state_write_iosched(m->state, dev, want);
-		if (r) {
-			log_error_errno(r, "Failed to switch the I/O scheduler of %s from %s to %s: %m; I/O weight has no effect on it",
-					dev, was, want);
-			continue;
-		}
-		log_notice("switched the I/O scheduler of %s from %s to %s while tailwarden runs: I/O weight can act on it",
-			   dev, was, want);
-		/* bfq is loaded now: io.bfq.weight, the file that acts under it, exists (knobs_open()). */
-		for (size_t j = 0; j < m->set->n; j++)
-			m->svc[j].reopen = m->svc[j].knobs != NULL;
-	}
-	iosched_devices_free(all);
+	for (size_t i = 0; i < o.n_seen; i++)
+		snprintf(m->report->disks[m->report->n_disks++].dev, sizeof(m->report->disks[0].dev),
+			 "%s", seen[i]);
+	/* bfq is loaded now: io.bfq.weight, the file that acts under it, exists (knobs_open()). */
+	for (size_t j = 0; r > 0 && j < m->set->n; j++)
+		m->svc[j].reopen = m->svc[j].knobs != NULL;
 }
 
 static int on_exit_signal(sd_event_source *src, const struct signalfd_siginfo *si, void *userdata)
@@ -1163,7 +1024,7 @@ int manager_new(const struct manager_opts *o, struct manager **out)
 	if (!r)
 		r = open_outputs(m);
 	if (!r)
-		r = hooks_open(m); /* status and metrics */
+		r = manager_report_open(m); /* status and metrics */
 	if (r)
 		goto fail;
 	*out = m;
@@ -1210,12 +1071,12 @@ int manager_run(struct manager *m)
 	io_schedulers(m);
 	log_info("running: %zu service(s), period %.0f ms%s", m->set->n, m->cfg->period_ns / 1e6,
 		 m->o.dry_run ? ", dry-run" : "");
-	hook_publish(m, 0); /* status and metrics, before the first tick */
+	manager_report_publish(m, 0); /* status and metrics, before the first tick */
 	notify_status(m);
 	sd_notify(0, "READY=1");
 	r = sd_event_loop(m->event);
 	sd_notify(0, "STOPPING=1");
-	hooks_close(m); /* status and metrics */
+	manager_report_close(m); /* status and metrics */
 	rr = restore(m, false);
 	return r < 0 ? r : rr;
 }
@@ -1235,7 +1096,7 @@ void manager_free(struct manager *m)
 	daemon_watchdog_free(m->watchdog);
 	metrics_stop(m->metrics);
 	report_free(m->report);
-	unit_bus_free(m->bus);
+	unit_link_close(&m->link);
 	cg_names_free(m->names);
 	decisions_close(m->decisions);
 	free(m->tids);
@@ -1244,216 +1105,4 @@ void manager_free(struct manager *m)
 	sd_event_unref(m->event);
 	config_free(m->cfg);
 	free(m);
-}
-
-/* ---- status and metrics: what the hooks above feed (report.h) ---- */
-
-/* Copy, truncating where it must (the report's fields are bounded). */
-static void hook_copy(char *dst, size_t len, const char *src)
-{
-	size_t n = strnlen(src, len - 1);
-
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
-static struct report_service *hook_service(struct manager *m, const struct service_rt *s)
-{
-	return m->report ? report_service(m->report, s->sv.p->name) : NULL;
-}
-
-static void hook_sample(struct manager *m, struct service_rt *s, const struct qos_sample *q,
-			const struct contention_sample *c)
-{
-	struct report_service *rs = hook_service(m, s);
-
-	if (rs)
-		report_sample(rs, q, c);
-}
-
-static void hook_window(struct manager *m, struct service_rt *s)
-{
-	struct report_service *rs = hook_service(m, s);
-
-	if (rs)
-		report_window(rs, &s->sv.feed.window.latency, s->sv.feed.window.requests,
-			      s->sv.feed.window.interval_s,
-			      s->sv.p->klass == POLICY_LATENCY_CRITICAL ? s->sv.p->percentile : NAN);
-}
-
-static void hook_action(struct manager *m, struct service_rt *s, const struct action *a,
-			bool applied, int err)
-{
-	struct report_service *rs = hook_service(m, s);
-
-	if (rs)
-		report_action(m->report, rs, a, m->o.dry_run, applied, err);
-}
-
-static const struct policy_range *hook_range(const struct policy *p, enum knob_kind k)
-{
-	switch (k) {
-	case KNOB_CPU_QUOTA: return &p->cpu_quota;
-	case KNOB_CPU_WEIGHT: return &p->cpu_weight;
-	case KNOB_IO_WEIGHT: return &p->io_weight;
-	case KNOB_CPU_FREQ: return &p->cpu_freq_khz;
-	case KNOB_SCHED_SLICE: return &p->slice_ns;
-	default: return NULL;
-	}
-}
-
-static void hook_knobs(struct manager *m, struct service_rt *s, struct report_service *rs)
-{
-	for (int k = 0; k < KNOB_MAX; k++) {
-		struct report_knob *kn = &rs->knobs[k];
-		const struct policy_range *range = hook_range(s->sv.p, k);
-		double v = NAN;
-
-		if (k == KNOB_SCHED_SLICE && s->sv.cgid && slice_used(m, s))
-			v = s->sv.wrote[k] ? s->sv.written[k] : 0;
-		else if (unit_knob(s, k) && m->bus && s->sv.cgid)
-			v = unit_raw_to_value(k, s->up.raw[k]);
-		else if (!unit_knob(s, k) && s->knobs && knob_available(s->knobs, k, NULL) &&
-			 knob_read(s->knobs, k, &v))
-			v = NAN;
-		kn->shown = (range && range->set) || s->sv.wrote[k];
-		kn->value = v;
-		kn->overridden = s->sv.overridden[k];
-		kn->ours = !m->o.dry_run && s->sv.wrote[k] && !s->sv.overridden[k];
-		kn->ours_value = s->sv.wrote[k] ? s->sv.written[k] : NAN;
-		if (!s->sv.wrote[k])
-			kn->original = NAN;
-	}
-}
-
-/* Everything the report shows of service i now. */
-static void hook_service_state(struct manager *m, struct service_rt *s, int i)
-{
-	struct report_service *rs = hook_service(m, s);
-	const char *v = engine_verdict(m->engine, i);
-
-	if (!rs)
-		return;
-	rs->active = true;
-	rs->latency_critical = s->sv.p->klass == POLICY_LATENCY_CRITICAL;
-	if (s->sv.cgid != rs->cgroup_id && s->sv.cgid) /* a new instance: originals anew */
-		for (int k = 0; k < KNOB_MAX; k++)
-			rs->knobs[k].original = NAN;
-	hook_copy(rs->cgroup, sizeof(rs->cgroup), s->cg);
-	hook_copy(rs->unit, sizeof(rs->unit), s->sv.p->unit ? s->sv.p->unit : "");
-	rs->cgroup_id = s->sv.cgid;
-	rs->percentile = rs->latency_critical ? s->sv.p->percentile : NAN;
-	rs->target_s = rs->latency_critical ? s->sv.p->target_ns / 1e9 : NAN;
-	rs->slack = rs->latency_critical ? engine_slack(m->engine, i) : NAN;
-	hook_copy(rs->verdict, sizeof(rs->verdict), v ? v : "");
-	hook_copy(rs->absent, sizeof(rs->absent), s->sv.cgid ? "" : s->absent);
-	hook_knobs(m, s, rs);
-}
-
-static void hook_tables(struct manager *m)
-{
-	struct report *r = m->report;
-
-	r->have_contention = m->cont != NULL;
-	r->maps[0].entries = m->prev ? sensor_snapshot_len(m->prev) : 0;
-	r->maps[0].capacity = sensor_defaults.max_cgroups;
-	r->maps[1].entries = m->cprev ? contention_snapshot_len(m->cprev) : 0;
-	r->maps[1].capacity = 4096;
-}
-
-/* Each reported disk's scheduler now, and what it was if we switched it. */
-static void hook_disks(struct manager *m)
-{
-	struct report *r = m->report;
-
-	for (size_t i = 0; i < r->n_disks; i++) {
-		struct report_disk *d = &r->disks[i];
-		const char *orig = m->state ? knob_state_iosched_original(m->state, d->dev) : NULL;
-		struct iosched now;
-
-		hook_copy(d->scheduler, sizeof(d->scheduler), iosched_get(d->dev, &now) ? "" : now.current);
-		hook_copy(d->original, sizeof(d->original), orig ? orig : "");
-	}
-}
-
-static void hook_drops(struct manager *m, const struct sensor_drops *d,
-		       const struct contention_drops *cd, size_t freed)
-{
-	struct report *r = m->report;
-
-	if (!r)
-		return;
-	r->drop_req_cgroups += d->cgroups;
-	r->drop_req_conns += d->conns;
-	r->drop_req_spans += d->spans_negative + d->spans_absurd;
-	r->drop_cont_cgroups += cd->cgroups;
-	r->drop_cont_stamps += cd->stamps;
-	r->freed += freed;
-}
-
-static void hook_publish(struct manager *m, uint64_t tick_start_usec)
-{
-	struct report *r = m->report;
-	struct timespec ts;
-	char *text;
-	size_t len;
-	int e;
-
-	if (!r)
-		return;
-	report_begin(r);
-	for (size_t i = 0; i < m->set->n; i++)
-		hook_service_state(m, &m->svc[i], i);
-	hook_tables(m);
-	hook_disks(m);
-	hook_copy(r->reload_error, sizeof(r->reload_error), m->reload_error);
-	r->decision_log_lost = decisions_lost(m->decisions);
-	snprintf(r->sensing_mode, sizeof(r->sensing_mode), "%s",
-		 m->sensor ? sensor_mode_name(sensor_mode(m->sensor)) : "");
-	if (tick_start_usec) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		r->last_tick = ts.tv_sec + ts.tv_nsec / 1e9;
-		r->tick_duration_s = (now_usec() - tick_start_usec) / 1e6;
-		r->ticks = m->ticks;
-	}
-	e = status_write(r, m->cfg->state_dir);
-	if (e && !m->status_failed)
-		log_warning_errno(e, "Failed to write %s/" STATUS_FILE ": %m; 'tailwarden status' will not see this daemon, ignoring",
-				  m->cfg->state_dir);
-	m->status_failed = e != 0;
-	if (m->metrics && !expo_render(r, TW_VERSION, &text, &len))
-		metrics_publish(m->metrics, text, len);
-}
-
-static int hooks_open(struct manager *m)
-{
-	const char *why = NULL;
-	int r;
-
-	m->report = report_new(getpid(), m->o.dry_run, m->cfg->period_ns / 1e9);
-	if (!m->report)
-		return -ENOMEM;
-	r = status_dir_prepare(m->cfg->state_dir, &why);
-	if (r)
-		return log_error_errno(r, "refusing to start: the state directory %s %s (%m)",
-				       m->cfg->state_dir, why);
-	if (!m->cfg->metrics)
-		return 0;
-	r = metrics_start(m->cfg->metrics, &m->metrics);
-	if (r == -EADDRINUSE)
-		log_error("refusing to start: cannot serve metrics on %s: the address is in use (set Metrics= to another ADDRESS:PORT, or Metrics=no)",
-			  m->cfg->metrics);
-	else if (r)
-		log_error_errno(r, "refusing to start: cannot serve metrics on %s", m->cfg->metrics);
-	else
-		log_info("metrics on http://%s/metrics", m->cfg->metrics);
-	return r;
-}
-
-static void hooks_close(struct manager *m)
-{
-	metrics_stop(m->metrics);
-	m->metrics = NULL;
-	if (m->report)
-		status_remove(m->cfg->state_dir);
 }

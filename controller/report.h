@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * What the running daemon is doing, as `tailwarden status` and /metrics
- * show it: the control loop fills a report each tick (a few hook calls in
- * manager.c), status.c writes it to status.json and expo.c renders it in
+ * show it: the control loop fills a report each tick (the hooks of
+ * manager_report.c), status.c writes it to status.json and expo.c renders it in
  * the Prometheus text format. Services are kept by name, so counters
  * survive a reload; a service the new set lacks is no longer shown.
  */

@@ -145,6 +145,45 @@ const char *unit_bus_address(const struct unit_bus *b)
 	return b->address ? b->address : "";
 }
 
+int unit_link_connect(struct unit_link *l, enum config_bus kind, uint64_t now_usec,
+		      uint64_t retry_usec)
+{
+	const char *why = NULL;
+	int r;
+
+	if (l->bus || now_usec < l->retry_usec)
+		return 0;
+	l->retry_usec = now_usec + retry_usec;
+	r = unit_bus_open(kind, NULL, &l->bus, &why);
+	if (r) {
+		snprintf(l->why, sizeof(l->why), "%s", why ? why : strerror(-r));
+		return r;
+	}
+	l->why[0] = '\0';
+	return 1;
+}
+
+int unit_link_get(struct unit_link *l, const char *unit, struct unit_props *out)
+{
+	int r;
+
+	if (!l->bus)
+		return -ENOTCONN;
+	r = unit_get(l->bus, unit, out);
+	if (r != -ENOTCONN && r != -EHOSTUNREACH)
+		return r;
+	snprintf(l->why, sizeof(l->why), "the connection to systemd on the %s was lost",
+		 unit_bus_name(l->bus));
+	unit_link_close(l);
+	return -ENOTCONN;
+}
+
+void unit_link_close(struct unit_link *l)
+{
+	unit_bus_free(l->bus);
+	l->bus = NULL;
+}
+
 /* The D-Bus interface that carries a unit type's cgroup properties. */
 static const char *unit_interface(const char *unit)
 {

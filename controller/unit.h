@@ -54,6 +54,31 @@ int unit_get(struct unit_bus *b, const char *unit, struct unit_props *out);
  */
 int unit_set(struct unit_bus *b, const char *unit, enum knob_kind kind, uint64_t raw);
 
+/*
+ * The daemon's connection to systemd for Unit= policies: opened again,
+ * at most every retry_usec, while it is missing or lost. Zeroed to start.
+ */
+struct unit_link {
+	struct unit_bus *bus;  /* NULL while there is none */
+	char why[512];         /* why there is none; "" while there is one */
+	uint64_t retry_usec;   /* no new attempt before this */
+};
+
+/*
+ * Open the connection when there is none and it is time (now_usec):
+ * 1 opened now; 0 nothing to do (open already, or not yet time);
+ * -errno the attempt failed (l->why says what).
+ */
+int unit_link_connect(struct unit_link *l, enum config_bus kind, uint64_t now_usec,
+		      uint64_t retry_usec);
+/*
+ * unit_get() over the link; a connection that broke is dropped (l->why
+ * says so) and tried again later. unit_get()'s returns, and -ENOTCONN
+ * when there is no connection (now).
+ */
+int unit_link_get(struct unit_link *l, const char *unit, struct unit_props *out);
+void unit_link_close(struct unit_link *l);
+
 /* The property behind a knob ("CPUWeight"), NULL for the frequency. */
 const char *unit_property(enum knob_kind kind);
 /*
