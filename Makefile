@@ -35,7 +35,7 @@ endif
 
 SENSING := sensing/hist.c sensing/cgroup.c sensing/cgroupfs.c sensing/idtab.c sensing/bpf_util.c sensing/sensor.c \
 	sensing/diagnosis.c sensing/contention.c sensing/contention_load.c sensing/reap.c
-CONTROLLER := controller/run.c controller/manager.c controller/decisions.c controller/sensors.c controller/top.c controller/output.c \
+CONTROLLER := controller/run.c controller/manager.c controller/manager_report.c controller/decisions.c controller/sensors.c controller/top.c controller/output.c \
 	controller/knob.c controller/knob_freq.c controller/knob_slice.c controller/knob_state.c controller/iosched.c controller/restore.c \
 	controller/check.c \
 	controller/unit.c controller/daemon.c controller/feed.c controller/service.c \
