@@ -81,6 +81,9 @@ bool feed_tick(struct feed *f, uint64_t tick, const struct qos_sample *q,
 		/* Sizes the first quota cut of a best-effort service with none. */
 		if (isfinite(c->cpu_usage_s) && iv > 0)
 			in->cpu_usage = c->cpu_usage_s / iv;
+		/* Whether it did block I/O at all: an idle one is not I/O-cut. */
+		if (isfinite(c->io_read_bytes) && isfinite(c->io_write_bytes) && iv > 0)
+			in->io_usage = (c->io_read_bytes + c->io_write_bytes) / iv;
 	} else {
 		diag_update(f->diag, q, NULL, &f->last_diag);
 		f->have_diag = contention;

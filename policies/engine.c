@@ -90,6 +90,7 @@
 #define GIVE_WEIGHT 1.25    /* a weight give-back at most +25% of its value */
 #define BE_BUSY 0.05        /* CPUs a BE service must use to count as taking CPU */
 #define BE_IDLE 0.005       /* CPUs under which a BE service is idle: no quota cut */
+#define BE_IO_IDLE 16384.0  /* bytes/s of block I/O under which a BE service does none */
 /*
  * Cooldowns, in windows of the LC service whose verdict drove the change,
  * counted in time with a quarter window of tolerance: timers are late by
@@ -151,6 +152,9 @@ struct service_mem {
 	unsigned route;
 	double slack;
 	double usage;
+	double io_usage;
+	uint64_t cpu_busy_ns; /* the last tick it used CPU (or its use was unknown) */
+	uint64_t io_busy_ns;  /* the last tick it did block I/O (or that was unknown) */
 	uint64_t verdict_ns;  /* when the last verdict was given */
 	char head[112];       /* "web p99 3.41ms > target 2ms (slack -0.71)" */
 	char diag[112];       /* "diagnosis cpu/interference (runq_delay_us.p99 ×9.3)" */
@@ -388,12 +392,17 @@ change(struct tick *t, size_t svc, enum knob_kind k, double new, enum dir d,
 }
 
 /* Remember what the controller sees; the first value seen is home. */
-static void observe(struct engine *e, size_t i, const struct engine_input *in)
+static void observe(struct engine *e, size_t i, const struct engine_input *in, uint64_t now)
 {
 	const struct policy *p = &e->set->v[i];
 	struct service_mem *s = &e->s[i];
 
 	s->usage = in->cpu_usage >= 0 ? in->cpu_usage : NAN;
+	s->io_usage = in->io_usage >= 0 ? in->io_usage : NAN;
+	if (!(s->usage < BE_IDLE))
+		s->cpu_busy_ns = now;
+	if (!(s->io_usage < BE_IO_IDLE))
+		s->io_busy_ns = now;
 	for (int k = 0; k < KNOB_MAX; k++) {
 		const struct policy_range *r = range_of(p, k);
 		struct knob_mem *m = &s->k[k];
@@ -721,13 +730,24 @@ static int worst_violation(const struct engine *e, unsigned route)
 	return w;
 }
 
+/*
+ * Did a BE service stay idle (busy_ns: its last busy tick) through the
+ * whole last window of the LC service that drives a cut? Then it is not
+ * the cause, and a cut of it would only be paid when it starts.
+ */
+static bool idle_through(const struct engine *e, uint64_t busy_ns, int driver, uint64_t now)
+{
+	return now >= busy_ns + window_of(&e->set->v[driver]);
+}
+
 static void cut_neighbour(struct tick *t, size_t b)
 {
 	const struct engine *e = t->e;
 	int cpu = worst_violation(e, ROUTE_CPU), mem = worst_violation(e, ROUTE_QUOTA);
 	int io = worst_violation(e, ROUTE_IO);
 
-	if (cpu >= 0 && movable(e, b, KNOB_CPU_WEIGHT))
+	if (cpu >= 0 && movable(e, b, KNOB_CPU_WEIGHT) &&
+	    !idle_through(e, e->s[b].cpu_busy_ns, cpu, t->now))
 		cut(t, b, KNOB_CPU_WEIGHT, cpu, "");
 	/*
 	 * A quota throttles only what runs: on a service that used no CPU
@@ -741,7 +761,8 @@ static void cut_neighbour(struct tick *t, size_t b)
 			    movable(e, b, KNOB_CPU_WEIGHT) ? "cpu.weight at its floor for a window; "
 							   : "cpu.weight not ours to move; ");
 	}
-	if (io >= 0 && movable(e, b, KNOB_IO_WEIGHT))
+	if (io >= 0 && movable(e, b, KNOB_IO_WEIGHT) &&
+	    !idle_through(e, e->s[b].io_busy_ns, io, t->now))
 		cut(t, b, KNOB_IO_WEIGHT, io, "");
 }
 
@@ -969,7 +990,7 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 
 	/* Every service's usage is known before any verdict routes a cut. */
 	for (size_t i = 0; i < set->n; i++)
-		observe(e, i, &in[i]);
+		observe(e, i, &in[i], now_ns);
 	for (size_t i = 0; i < set->n; i++) {
 		judge(e, i, &in[i], now_ns);
 		any |= e->s[i].fresh;

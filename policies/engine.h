@@ -23,6 +23,7 @@ struct engine_input {
 	const struct diagnosis *diag; /* NULL when no contention sensor */
 	double knob[KNOB_MAX];   /* current values (NAN when the knob is unavailable) */
 	double cpu_usage;        /* CPUs it used lately (1.0 = one; 0 = idle); NAN: unknown */
+	double io_usage;         /* bytes/s of block I/O it issued lately; NAN: unknown */
 };
 
 struct engine;
@@ -67,6 +68,10 @@ void engine_free(struct engine *e);
  *    had one for 3 windows; its quota follows the rules above;
  *  - an idle BE service, using under 0.5% of a CPU (cpu_usage known), is
  *    never quota-cut: a quota throttles only what runs;
+ *  - a BE service is not the cause of what it did not do: no cpu.weight
+ *    cut when it used under 0.5% of a CPU through the whole last window of
+ *    the service that drives the cut, no io.weight cut when it issued under
+ *    16 KiB/s of block I/O through it (each when known);
  *  - a knob reported by engine_knob_overridden() is left alone until this
  *    engine is freed (the controller's restart, or a reload).
  * Give-back returns what was taken and no more: a best-effort knob climbs

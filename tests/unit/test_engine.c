@@ -77,6 +77,7 @@ static void no_knobs(struct engine_input *in)
 	for (int k = 0; k < KNOB_MAX; k++)
 		in->knob[k] = NAN;
 	in->cpu_usage = NAN; /* unknown, as without a contention sensor */
+	in->io_usage = NAN;
 }
 
 /* web (latency-critical, p99 <= 2ms) and batch (best-effort, weight 100, no quota). */
@@ -1181,6 +1182,51 @@ static void test_idle_quota_left_alone(void **state)
 	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.1, 1e-9);
 }
 
+/*
+ * Not the cause: a best-effort service that did no block I/O through the
+ * window is not I/O-cut when the latency-critical one is slowed by I/O,
+ * and one that used no CPU through it keeps its CPU weight. Seen in the
+ * demo: a CPU hog slowed nginx's own disk reads, and the first decision
+ * cut the io.weight of a disk reader that had not started yet.
+ */
+static void test_idle_not_the_cause(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis io = diag(DIAG_IO, DIAG_CAUSE_INTERFERENCE);
+	struct diagnosis cpu = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
+
+	f->pol[1].io_weight = range(10, 1000);
+	f->in[1].knob[KNOB_IO_WEIGHT] = 500;
+	f->in[1].io_usage = 0;
+	f->in[1].cpu_usage = 0;
+	start(f);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(window(f, 3, 1000, &io), 0);
+	assert_true(f->in[1].knob[KNOB_IO_WEIGHT] == 500);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(window(f, 3, 1000, &cpu), 0);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	/* It starts reading: the next violation cuts it. */
+	f->in[1].io_usage = 50e6;
+	assert_int_equal(window(f, 3, 1000, &io), 1);
+	assert_true(f->in[1].knob[KNOB_IO_WEIGHT] == 250);
+	/* Busy a tick ago, idle now: within the window, still the cause. */
+	f->in[1].cpu_usage = 1;
+	f->now += SEC / 2;
+	run_tick(f);
+	f->in[1].cpu_usage = 0;
+	f->now -= SEC / 2;
+	assert_int_equal(window(f, 3, 1000, &cpu), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
+	/* Unknown (no contention sensor): cut as before. */
+	f->in[1].io_usage = NAN;
+	f->in[1].knob[KNOB_IO_WEIGHT] = 500;
+	engine_free(f->e);
+	start(f);
+	assert_int_equal(window(f, 3, 1000, &io), 1);
+	assert_true(f->in[1].knob[KNOB_IO_WEIGHT] == 250);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1210,6 +1256,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_give_back_that_hurt_backs_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_weights_floor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_quota_left_alone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_not_the_cause, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_sequences_keep_the_rules, setup, teardown),
 	};
 
