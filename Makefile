@@ -41,7 +41,7 @@ CONTROLLER := controller/run.c controller/manager.c controller/manager_report.c 
 	controller/unit.c controller/daemon.c controller/feed.c controller/service.c \
 	controller/recording.c controller/record.c controller/replay.c \
 	controller/report.c controller/expo.c controller/status.c controller/metrics.c
-POLICIES := policies/action.c policies/engine.c policies/policy.c policies/config.c policies/ini.c policies/units.c
+POLICIES := policies/action.c policies/engine.c policies/policy.c policies/config.c policies/ini.c policies/value.c
 COMMON := common/log.c common/fileio.c
 # One static library per layer, linked against the flow (controller first),
 # so a program pulls in only the objects it calls: the policy and engine
@@ -219,7 +219,7 @@ demo: deps
 # `make check`. New inputs go to .output/fuzz/corpus*, crashes to
 # .output/fuzz/crash-*.
 FUZZ_SECONDS ?= 600
-FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/config.c policies/ini.c policies/units.c \
+FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/config.c policies/ini.c policies/value.c \
 	common/log.c
 $(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h common/*.h)
 	$(call msg,FUZZ-CC,$@)
@@ -229,7 +229,7 @@ $(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h common/*.h)
 		$(FUZZ_SRCS) -linih -lm -o $@
 
 FUZZ_STATE_SRCS := tests/fuzz/fuzz_state.c controller/knob_state.c controller/iosched.c controller/knob.c controller/knob_slice.c \
-	controller/knob_freq.c controller/unit.c policies/action.c policies/units.c common/log.c common/fileio.c
+	controller/knob_freq.c controller/unit.c policies/action.c policies/value.c common/log.c common/fileio.c
 $(OUTPUT)/fuzz/fuzz_state: $(FUZZ_STATE_SRCS) $(wildcard controller/*.h policies/*.h common/*.h)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus-state

@@ -27,7 +27,7 @@
 #include "controller/recording.h"
 #include "controller/sensors.h"
 #include "policies/config.h"
-#include "policies/units.h"
+#include "policies/value.h"
 #include "sensing/cgroup.h"
 #include "sensing/reap.h"
 #include "sensing/sensor.h"
@@ -121,7 +121,7 @@ static int parse_size(const char *s, uint64_t *out)
 /* Seconds: "90", "2.5", or a duration with a unit ("90s", "500ms"). */
 static int parse_seconds(const char *s, double *out)
 {
-	char why[UNIT_WHY_MAX], *end;
+	char why[VALUE_WHY_MAX], *end;
 	uint64_t ns;
 	double v;
 
@@ -131,7 +131,7 @@ static int parse_seconds(const char *s, double *out)
 		*out = v;
 		return 0;
 	}
-	if (unit_parse_duration(s, &ns, why) || !ns)
+	if (value_parse_duration(s, &ns, why) || !ns)
 		return -EINVAL;
 	*out = ns / 1e9;
 	return 0;
@@ -150,7 +150,7 @@ static int parse_args(struct recorder *rc, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	char why[UNIT_WHY_MAX];
+	char why[VALUE_WHY_MAX];
 	char **v;
 	int c;
 
@@ -172,8 +172,8 @@ static int parse_args(struct recorder *rc, int argc, char **argv)
 			}
 			break;
 		case 'P':
-			if (unit_parse_duration_in(optarg, 100000000ULL, 60 * TW_NSEC_PER_SEC,
-						   &rc->period_ns, why)) {
+			if (value_parse_duration_in(optarg, 100000000ULL, 60 * TW_NSEC_PER_SEC,
+						    &rc->period_ns, why)) {
 				log_error("--period: '%s': %s", optarg, why);
 				return -EINVAL;
 			}

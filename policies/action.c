@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "policies/action.h"
-#include "policies/units.h"
+#include "policies/value.h"
 
 const char *knob_kind_name(enum knob_kind k)
 {
@@ -39,7 +39,7 @@ void knob_format_value(char *buf, size_t len, enum knob_kind k, double v, int qu
 	else if (k == KNOB_SCHED_SLICE && v <= 0)
 		snprintf(buf, len, "default");
 	else if (k == KNOB_SCHED_SLICE)
-		unit_format_ns(buf, len, v, 3);
+		value_format_ns(buf, len, v, 3);
 	else if (k == KNOB_CPU_FREQ)
 		snprintf(buf, len, "%.0fMHz", v / 1000);
 	else

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The main config (tailwarden.conf): its schema, value checks and
- * defaults. Lexing is in ini.c, units in units.c.
+ * defaults. Lexing is in ini.c, values with units in value.c.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -16,7 +16,7 @@
 #include "common/defaults.h"
 #include "policies/config.h"
 #include "policies/ini.h"
-#include "policies/units.h"
+#include "policies/value.h"
 
 #define NSEC_PER_MSEC 1000000ULL
 #define PERIOD_MIN_NS (100 * NSEC_PER_MSEC)
@@ -78,13 +78,13 @@ static int set_path(char **dst, const char *v, bool file, char *why)
 	size_t n = strlen(v);
 
 	if (*v != '/')
-		return unit_fail(why, "expected an absolute path (starting with /)");
-	if (unit_has_control(v))
-		return unit_fail(why, "control characters are not allowed in a path");
+		return value_fail(why, "expected an absolute path (starting with /)");
+	if (value_has_control(v))
+		return value_fail(why, "control characters are not allowed in a path");
 	if (has_dot_component(v))
-		return unit_fail(why, "'.' and '..' components are not allowed in a path");
+		return value_fail(why, "'.' and '..' components are not allowed in a path");
 	if (file && v[n - 1] == '/')
-		return unit_fail(why, "names a directory; expected a file");
+		return value_fail(why, "names a directory; expected a file");
 	while (n > 1 && v[n - 1] == '/')
 		n--;
 	free(*dst);
@@ -94,12 +94,12 @@ static int set_path(char **dst, const char *v, bool file, char *why)
 
 static int set_period(void *obj, const char *v, char *why)
 {
-	return unit_parse_duration_in(v, PERIOD_MIN_NS, PERIOD_MAX_NS, &((struct tw_config *)obj)->period_ns, why);
+	return value_parse_duration_in(v, PERIOD_MIN_NS, PERIOD_MAX_NS, &((struct tw_config *)obj)->period_ns, why);
 }
 
 static int set_dry_run(void *obj, const char *v, char *why)
 {
-	return unit_parse_bool(v, &((struct tw_config *)obj)->dry_run, why);
+	return value_parse_bool(v, &((struct tw_config *)obj)->dry_run, why);
 }
 
 static int set_policies_dir(void *obj, const char *v, char *why)
@@ -115,7 +115,7 @@ static int set_state_dir(void *obj, const char *v, char *why)
 	if (r)
 		return r;
 	if (!strcmp(*dst, "/") || !strcmp(*dst, "/var") || system_dir_of(*dst, false))
-		return unit_fail(why, "a system directory; use a directory of tailwarden's own, such as " TW_STATE_DIR);
+		return value_fail(why, "a system directory; use a directory of tailwarden's own, such as " TW_STATE_DIR);
 	return 0;
 }
 
@@ -135,12 +135,12 @@ static int set_decision_log(void *obj, const char *v, char *why)
 		return r;
 	sys = system_dir_of(*dst, true);
 	if (sys)
-		return unit_fail(why, "is under %s, a system directory; use a file of tailwarden's own, such as " TW_STATE_DIR "/decisions.jsonl", sys);
+		return value_fail(why, "is under %s, a system directory; use a file of tailwarden's own, such as " TW_STATE_DIR "/decisions.jsonl", sys);
 	if (lstat(*dst, &st) == 0 && !S_ISREG(st.st_mode))
-		return unit_fail(why, "exists and is %s; expected a regular file (or none yet)",
-				 S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link"
-				 : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket"
-				 : "a device");
+		return value_fail(why, "exists and is %s; expected a regular file (or none yet)",
+				  S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link"
+				  : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket"
+				  : "a device");
 	return 0;
 }
 
@@ -154,9 +154,9 @@ static int set_decision_log_max_size(void *obj, const char *v, char *why)
 		*max = 0;
 		return 0;
 	}
-	r = unit_parse_size(v, max, why);
+	r = value_parse_size(v, max, why);
 	if (r == 0 && *max && *max < 1024)
-		return unit_fail(why, "below the minimum of 1K (0 or infinity: no limit)");
+		return value_fail(why, "below the minimum of 1K (0 or infinity: no limit)");
 	return r;
 }
 
@@ -169,7 +169,7 @@ static int set_cgroup_base(void *obj, const char *v, char *why)
 	if (r)
 		return r;
 	if (!path_under(*dst, TW_CGROUP_BASE))
-		return unit_fail(why, "is not under " TW_CGROUP_BASE ", where cgroup file systems are mounted");
+		return value_fail(why, "is not under " TW_CGROUP_BASE ", where cgroup file systems are mounted");
 	return 0;
 }
 
@@ -183,7 +183,7 @@ static int set_bus(void *obj, const char *v, char *why)
 			((struct tw_config *)obj)->bus = i;
 			return 0;
 		}
-	return unit_fail(why, "'%s' is not one of auto, system, user", v);
+	return value_fail(why, "'%s' is not one of auto, system, user", v);
 }
 
 int config_parse_address(const char *address, struct sockaddr_storage *ss, unsigned *len)
@@ -242,10 +242,10 @@ static int set_metrics(void *obj, const char *v, char *why)
 	free(c->metrics);
 	c->metrics = NULL;
 	c->metrics_set = true;
-	if (!unit_parse_bool(v, &on, why) && !on)
+	if (!value_parse_bool(v, &on, why) && !on)
 		return 0;
 	if (config_parse_address(v, &ss, &len))
-		return unit_fail(why, "'%s' is not IPV4:PORT, [IPV6]:PORT or no", v);
+		return value_fail(why, "'%s' is not IPV4:PORT, [IPV6]:PORT or no", v);
 	c->metrics = strdup(v);
 	return c->metrics ? 0 : -ENOMEM;
 }
@@ -258,7 +258,7 @@ static int set_io_scheduler(void *obj, const char *v, char *why)
 	free(c->io_scheduler);
 	c->io_scheduler = NULL;
 	if (strcmp(v, "bfq"))
-		return unit_fail(why, "'%s' is not supported; only bfq (the scheduler I/O weight acts through); leave the key out to never switch", v);
+		return value_fail(why, "'%s' is not supported; only bfq (the scheduler I/O weight acts through); leave the key out to never switch", v);
 	c->io_scheduler = strdup(v);
 	return c->io_scheduler ? 0 : -ENOMEM;
 }
@@ -298,8 +298,8 @@ static int set_io_scheduler_devices(void *obj, const char *v, char *why)
 		len = strcspn(p, " \t");
 		if (!device_name(p, len)) {
 			free_names(names);
-			return unit_fail(why, "'%.*s' is not a block device's name as in /sys/block (such as vda or nvme0n1)",
-					 (int)(len > 64 ? 64 : len), p);
+			return value_fail(why, "'%.*s' is not a block device's name as in /sys/block (such as vda or nvme0n1)",
+					  (int)(len > 64 ? 64 : len), p);
 		}
 		nv = realloc(names, (n + 2) * sizeof(*names));
 		if (!nv) {
@@ -435,8 +435,8 @@ int config_describe(const struct tw_config *c, char *buf, size_t len)
 	char period[32], max[32], io[128] = "";
 	size_t o = 0;
 
-	unit_format_duration(c->period_ns, period, sizeof(period));
-	unit_format_size(c->decision_log_max_size, max, sizeof(max));
+	value_format_duration(c->period_ns, period, sizeof(period));
+	value_format_size(c->decision_log_max_size, max, sizeof(max));
 	if (c->io_scheduler) {
 		o = snprintf(io, sizeof(io), ", I/O scheduler %s on ", c->io_scheduler);
 		for (size_t i = 0; c->io_scheduler_devices && c->io_scheduler_devices[i] && o < sizeof(io); i++)

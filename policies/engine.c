@@ -76,7 +76,7 @@
 #include <string.h>
 #include "common/defaults.h"
 #include "policies/engine.h"
-#include "policies/units.h"
+#include "policies/value.h"
 #include "sensing/hist.h"
 
 #define SLACK_CUT 0.0       /* below: a violation */
@@ -253,7 +253,7 @@ append(char *buf, size_t len, const char *fmt, ...)
 /* Reasons show durations to three significant digits. */
 static void fmt_ns(char *buf, size_t len, double ns)
 {
-	unit_format_ns(buf, len, ns, 3);
+	value_format_ns(buf, len, ns, 3);
 }
 
 /* Reasons show quotas to four significant digits: small cuts stay visible. */

@@ -541,7 +541,7 @@ static bool separator_ok(struct lexer *lx, const char *name)
 static void set_value(struct lexer *lx, int k, const char *value)
 {
 	const struct ini_key *key = &lx->schema->keys[k];
-	char why[UNIT_WHY_MAX];
+	char why[VALUE_WHY_MAX];
 	int r;
 
 	if (!*value) {

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
-#include "policies/units.h"
+#include "policies/value.h"
 
 #define INI_MAX_SECTIONS 4
 #define INI_MAX_KEYS 16
@@ -48,7 +48,7 @@ struct ini_key {
 	int section;          /* index in ini_schema.sections */
 	const char *name;
 	const char *expect;   /* what a value looks like, for empty values */
-	/* 0, -EINVAL with a reason in why (UNIT_WHY_MAX), or -ENOMEM */
+	/* 0, -EINVAL with a reason in why (VALUE_WHY_MAX), or -ENOMEM */
 	int (*set)(void *obj, const char *value, char *why);
 };
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Policy files: the schema, the value checks and the whole-file and
- * whole-set rules. Lexing is in ini.c, units in units.c, the main config
+ * whole-set rules. Lexing is in ini.c, values with units in value.c, the main config
  * in config.c.
  */
 #define _GNU_SOURCE
@@ -16,7 +16,7 @@
 #include "common/defaults.h"
 #include "policies/ini.h"
 #include "policies/policy.h"
-#include "policies/units.h"
+#include "policies/value.h"
 
 #define NSEC_PER_USEC 1000ULL
 #define NSEC_PER_MSEC 1000000ULL
@@ -61,8 +61,8 @@ static int set_cgroup(void *obj, const char *v, char *why)
 	char *out, *o;
 	const char *c = v;
 
-	if (unit_has_control(v))
-		return unit_fail(why, "control characters are not allowed in a cgroup path");
+	if (value_has_control(v))
+		return value_fail(why, "control characters are not allowed in a cgroup path");
 	out = o = malloc(strlen(v) + 2);
 	if (!out)
 		return -ENOMEM;
@@ -78,11 +78,11 @@ static int set_cgroup(void *obj, const char *v, char *why)
 		n = e - c;
 		if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.')) {
 			free(out);
-			return unit_fail(why, "'%.*s' is not allowed in a cgroup path", (int)n, c);
+			return value_fail(why, "'%.*s' is not allowed in a cgroup path", (int)n, c);
 		}
 		if (n > 255) {
 			free(out);
-			return unit_fail(why, "a path component is longer than 255 bytes");
+			return value_fail(why, "a path component is longer than 255 bytes");
 		}
 		*o++ = '/';
 		memcpy(o, c, n);
@@ -92,11 +92,11 @@ static int set_cgroup(void *obj, const char *v, char *why)
 	*o = '\0';
 	if (o == out) {
 		free(out);
-		return unit_fail(why, "that is the cgroup root itself; name a cgroup below it, e.g. lc.slice/web.service");
+		return value_fail(why, "that is the cgroup root itself; name a cgroup below it, e.g. lc.slice/web.service");
 	}
 	if (!strcmp(out, "/sys/fs/cgroup") || !strncmp(out, "/sys/fs/cgroup/", 15)) {
 		free(out);
-		return unit_fail(why, "the path is relative to the cgroup root: drop the leading /sys/fs/cgroup");
+		return value_fail(why, "the path is relative to the cgroup root: drop the leading /sys/fs/cgroup");
 	}
 	free(p->cgroup);
 	p->cgroup = out;
@@ -119,16 +119,16 @@ static int set_unit(void *obj, const char *v, char *why)
 		if (n > strlen(types[t]) && !strcmp(v + n - strlen(types[t]), types[t]))
 			break;
 	if (t == 3)
-		return unit_fail(why, "'%s' is not a .service, .slice or .scope unit", v);
+		return value_fail(why, "'%s' is not a .service, .slice or .scope unit", v);
 	if (n > 255)
-		return unit_fail(why, "a unit name is at most 255 bytes");
+		return value_fail(why, "a unit name is at most 255 bytes");
 	if (strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789:-_.\\@") != n)
-		return unit_fail(why, "'%s' has characters a unit name cannot have (letters, digits and \":-_.\\@\" only)", v);
+		return value_fail(why, "'%s' has characters a unit name cannot have (letters, digits and \":-_.\\@\" only)", v);
 	at = strchr(v, '@');
 	if (at && (strchr(at + 1, '@') || at == v || at[1] == '.'))
-		return unit_fail(why, "'%s' is a template or a malformed instance name; name an instance such as getty@tty1.service", v);
+		return value_fail(why, "'%s' is a template or a malformed instance name; name an instance such as getty@tty1.service", v);
 	if (v[0] == '.' || v[0] == '-')
-		return unit_fail(why, "a unit name cannot start with '%c'", v[0]);
+		return value_fail(why, "a unit name cannot start with '%c'", v[0]);
 	free(p->unit);
 	p->unit = strdup(v);
 	return p->unit ? 0 : -ENOMEM;
@@ -143,59 +143,59 @@ static int set_class(void *obj, const char *v, char *why)
 	else if (!strcmp(v, "best-effort"))
 		p->klass = POLICY_BEST_EFFORT;
 	else
-		return unit_fail(why, "expected latency-critical or best-effort");
+		return value_fail(why, "expected latency-critical or best-effort");
 	return 0;
 }
 
 static int set_percentile(void *obj, const char *v, char *why)
 {
-	return unit_parse_percentile(v, &((struct policy *)obj)->percentile, why);
+	return value_parse_percentile(v, &((struct policy *)obj)->percentile, why);
 }
 
 static int set_target(void *obj, const char *v, char *why)
 {
-	return unit_parse_duration_in(v, TARGET_MIN_NS, TARGET_MAX_NS, &((struct policy *)obj)->target_ns, why);
+	return value_parse_duration_in(v, TARGET_MIN_NS, TARGET_MAX_NS, &((struct policy *)obj)->target_ns, why);
 }
 
 static int set_min_requests(void *obj, const char *v, char *why)
 {
 	struct policy *p = obj;
 	uint64_t n;
-	int r = unit_parse_uint(v, &n, why);
+	int r = value_parse_uint(v, &n, why);
 
 	if (r < 0)
 		return r;
 	if (n < 1)
-		return unit_fail(why, "must be at least 1");
+		return value_fail(why, "must be at least 1");
 	p->min_requests = n;
 	return 0;
 }
 
 static int set_window(void *obj, const char *v, char *why)
 {
-	return unit_parse_duration_in(v, WINDOW_MIN_NS, WINDOW_MAX_NS, &((struct policy *)obj)->window_ns, why);
+	return value_parse_duration_in(v, WINDOW_MIN_NS, WINDOW_MAX_NS, &((struct policy *)obj)->window_ns, why);
 }
 
 /*
  * The kernel refuses a cpu.max quota under 1 ms per period; with the
  * default 100 ms period that is 1% of a CPU. 100000% is 1000 CPUs.
  */
-static const struct unit_range_spec quota_spec = {
-	unit_parse_percent_bound, unit_format_percent, 0.01, 1000, true,
+static const struct value_range_spec quota_spec = {
+	value_parse_percent_bound, value_format_percent, 0.01, 1000, true,
 };
 /* cgroup v2 cpu.weight and io.weight: 1..10000. */
-static const struct unit_range_spec weight_spec = {
-	unit_parse_weight_bound, unit_format_number, 1, 10000, false,
+static const struct value_range_spec weight_spec = {
+	value_parse_weight_bound, value_format_number, 1, 10000, false,
 };
 /* Catches unit typos (1.2MHz for 1.2GHz); real cpufreq limits are checked at run time. */
-static const struct unit_range_spec freq_spec = {
-	unit_parse_frequency_bound, unit_format_frequency, 10e3, 100e6, true,
+static const struct value_range_spec freq_spec = {
+	value_parse_frequency_bound, value_format_frequency, 10e3, 100e6, true,
 };
 
-static int set_range(struct policy_range *r, const struct unit_range_spec *spec, const char *v,
+static int set_range(struct policy_range *r, const struct value_range_spec *spec, const char *v,
 		     char *why)
 {
-	int ret = unit_parse_range(v, spec, &r->lo, &r->hi, why);
+	int ret = value_parse_range(v, spec, &r->lo, &r->hi, why);
 
 	if (ret == 0)
 		r->set = true;
@@ -234,8 +234,8 @@ static int set_slice(void *obj, const char *v, char *why)
 	int ret;
 
 	if (strstr(v, ".."))
-		return unit_fail(why, "a range has no meaning here: give one duration such as 1ms (the slice while the service misses its target)");
-	ret = unit_parse_duration_in(v, SLICE_MIN_NS, SLICE_MAX_NS, &ns, why);
+		return value_fail(why, "a range has no meaning here: give one duration such as 1ms (the slice while the service misses its target)");
+	ret = value_parse_duration_in(v, SLICE_MIN_NS, SLICE_MAX_NS, &ns, why);
 	if (ret < 0)
 		return ret;
 	r->lo = r->hi = (double)ns;
@@ -257,7 +257,7 @@ static int set_weights(void *obj, const char *v, char *why)
 	else if (!strcmp(v, "floor"))
 		p->weights_floor = true;
 	else
-		return unit_fail(why, "expected reactive or floor");
+		return value_fail(why, "expected reactive or floor");
 	return 0;
 }
 
@@ -684,7 +684,7 @@ static void sb_range(struct sbuf *sb, const char *name, const struct policy_rang
 
 static void format_slice(double ns, char *buf, size_t len)
 {
-	unit_format_duration((uint64_t)ns, buf, len);
+	value_format_duration((uint64_t)ns, buf, len);
 }
 
 int policy_describe(const struct policy *p, char *buf, size_t len)
@@ -699,17 +699,17 @@ int policy_describe(const struct policy *p, char *buf, size_t len)
 		  p->klass == POLICY_LATENCY_CRITICAL ? "latency-critical" : "best-effort",
 		  p->unit ? "unit " : "", p->cgroup ? p->cgroup : p->unit ? p->unit : "(no cgroup)");
 	if (p->klass == POLICY_LATENCY_CRITICAL) {
-		unit_format_number(p->percentile * 100, pct, sizeof(pct));
-		unit_format_duration(p->target_ns, target, sizeof(target));
-		unit_format_duration(p->window_ns, window, sizeof(window));
+		value_format_number(p->percentile * 100, pct, sizeof(pct));
+		value_format_duration(p->target_ns, target, sizeof(target));
+		value_format_duration(p->window_ns, window, sizeof(window));
 		sb_printf(&sb, " p%s <= %s (window %s, min %llu requests)", pct, target, window,
 			  (unsigned long long)p->min_requests);
 	}
 	sb_printf(&sb, "; limits: ");
-	sb_range(&sb, "CPUQuota", &p->cpu_quota, unit_format_percent, &first);
-	sb_range(&sb, "CPUWeight", &p->cpu_weight, unit_format_number, &first);
-	sb_range(&sb, "IOWeight", &p->io_weight, unit_format_number, &first);
-	sb_range(&sb, "CPUFrequency", &p->cpu_freq_khz, unit_format_frequency, &first);
+	sb_range(&sb, "CPUQuota", &p->cpu_quota, value_format_percent, &first);
+	sb_range(&sb, "CPUWeight", &p->cpu_weight, value_format_number, &first);
+	sb_range(&sb, "IOWeight", &p->io_weight, value_format_number, &first);
+	sb_range(&sb, "CPUFrequency", &p->cpu_freq_khz, value_format_frequency, &first);
 	sb_range(&sb, "Slice", &p->slice_ns, format_slice, &first);
 	if (first)
 		sb_printf(&sb, "none");

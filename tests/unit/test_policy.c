@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Unit tests for policy files and the main config (policies/policy.c,
- * ini.c, units.c): a table of good and bad files, written to a fresh
+ * ini.c, value.c): a table of good and bad files, written to a fresh
  * directory per case, each asserting the exact "FILE:LINE: message" list
  * (or the exact one-line summaries of a valid set); then the unit parsers'
  * edge cases one value at a time.
@@ -24,7 +24,7 @@
 #include "controller/commands.h"
 #include "policies/config.h"
 #include "policies/policy.h"
-#include "policies/units.h"
+#include "policies/value.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof(*(a)))
 
@@ -906,16 +906,16 @@ static void test_durations(void **state)
 		{ "1000000001s", "duration too large" },
 		{ "12345678901234567890123456789012345678901s", "expected a number and a unit, e.g. 2ms" },
 	};
-	char why[UNIT_WHY_MAX];
+	char why[VALUE_WHY_MAX];
 	uint64_t ns;
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
-		assert_int_equal(unit_parse_duration(good[i].s, &ns, why), 0);
+		assert_int_equal(value_parse_duration(good[i].s, &ns, why), 0);
 		assert_int_equal(ns, good[i].ns);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		assert_int_equal(unit_parse_duration(bad[i].s, &ns, why), -EINVAL);
+		assert_int_equal(value_parse_duration(bad[i].s, &ns, why), -EINVAL);
 		assert_string_equal(why, bad[i].why);
 	}
 }
@@ -935,16 +935,16 @@ static void test_percents(void **state)
 		{ "10%%", "expected a percentage, e.g. 50%, not '%%' after the number" },
 		{ "10 percent", "expected a percentage, e.g. 50%, not 'percent' after the number" },
 	};
-	char why[UNIT_WHY_MAX];
+	char why[VALUE_WHY_MAX];
 	double v;
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
-		assert_int_equal(unit_parse_percent(good[i].s, &v, why), 0);
+		assert_int_equal(value_parse_percent(good[i].s, &v, why), 0);
 		assert_true(fabs(v - good[i].v) < 1e-12);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		assert_int_equal(unit_parse_percent(bad[i].s, &v, why), -EINVAL);
+		assert_int_equal(value_parse_percent(bad[i].s, &v, why), -EINVAL);
 		assert_string_equal(why, bad[i].why);
 	}
 }
@@ -968,16 +968,16 @@ static void test_frequencies(void **state)
 		{ "GHz", "expected a number and a unit, e.g. 1.2GHz" },
 		{ "max", "expected a number and a unit, e.g. 1.2GHz" },
 	};
-	char why[UNIT_WHY_MAX];
+	char why[VALUE_WHY_MAX];
 	double khz;
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
-		assert_int_equal(unit_parse_frequency(good[i].s, &khz, why), 0);
+		assert_int_equal(value_parse_frequency(good[i].s, &khz, why), 0);
 		assert_true(khz == good[i].khz);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		assert_int_equal(unit_parse_frequency(bad[i].s, &khz, why), -EINVAL);
+		assert_int_equal(value_parse_frequency(bad[i].s, &khz, why), -EINVAL);
 		assert_string_equal(why, bad[i].why);
 	}
 }
@@ -1001,16 +1001,16 @@ static void test_percentiles(void **state)
 		{ "99%", "expected a percentile, e.g. 99, 99.9 or p99" },
 		{ "p 99", "expected a percentile, e.g. 99, 99.9 or p99" },
 	};
-	char why[UNIT_WHY_MAX];
+	char why[VALUE_WHY_MAX];
 	double v;
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
-		assert_int_equal(unit_parse_percentile(good[i].s, &v, why), 0);
+		assert_int_equal(value_parse_percentile(good[i].s, &v, why), 0);
 		assert_true(fabs(v - good[i].v) < 1e-12);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		assert_int_equal(unit_parse_percentile(bad[i].s, &v, why), -EINVAL);
+		assert_int_equal(value_parse_percentile(bad[i].s, &v, why), -EINVAL);
 		assert_string_equal(why, bad[i].why);
 	}
 }
@@ -1020,30 +1020,30 @@ static void test_integers_and_booleans(void **state)
 	static const char *const yes[] = { "yes", "YES", "true", "on", "1" };
 	static const char *const no[] = { "no", "False", "off", "0" };
 	static const char *const not_uint[] = { "", "-1", "+1", "1.0", " 1", "1 ", "0x10", "1e3" };
-	char why[UNIT_WHY_MAX];
+	char why[VALUE_WHY_MAX];
 	uint64_t u;
 	bool b;
 
 	(void)state;
-	assert_int_equal(unit_parse_uint("0", &u, why), 0);
+	assert_int_equal(value_parse_uint("0", &u, why), 0);
 	assert_int_equal(u, 0);
-	assert_int_equal(unit_parse_uint("18446744073709551615", &u, why), 0);
+	assert_int_equal(value_parse_uint("18446744073709551615", &u, why), 0);
 	assert_true(u == UINT64_MAX);
-	assert_int_equal(unit_parse_uint("18446744073709551616", &u, why), -EINVAL);
+	assert_int_equal(value_parse_uint("18446744073709551616", &u, why), -EINVAL);
 	assert_string_equal(why, "number too large");
 	for (size_t i = 0; i < ARRAY_SIZE(not_uint); i++) {
-		assert_int_equal(unit_parse_uint(not_uint[i], &u, why), -EINVAL);
+		assert_int_equal(value_parse_uint(not_uint[i], &u, why), -EINVAL);
 		assert_string_equal(why, "expected a whole number");
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(yes); i++) {
-		assert_int_equal(unit_parse_bool(yes[i], &b, why), 0);
+		assert_int_equal(value_parse_bool(yes[i], &b, why), 0);
 		assert_true(b);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(no); i++) {
-		assert_int_equal(unit_parse_bool(no[i], &b, why), 0);
+		assert_int_equal(value_parse_bool(no[i], &b, why), 0);
 		assert_false(b);
 	}
-	assert_int_equal(unit_parse_bool("y", &b, why), -EINVAL);
+	assert_int_equal(value_parse_bool("y", &b, why), -EINVAL);
 	assert_string_equal(why, "expected yes or no");
 }
 
@@ -1073,20 +1073,20 @@ static void test_sizes(void **state)
 		const char *s;
 	} shown[] = { { 0, "0" }, { 1000, "1000" }, { 1024, "1K" }, { 1536 << 10, "1536K" },
 		      { 16 << 20, "16M" }, { 1ULL << 30, "1G" }, { 5ULL << 40, "5T" }, { 1ULL << 50, "1024T" } };
-	char why[UNIT_WHY_MAX], buf[32];
+	char why[VALUE_WHY_MAX], buf[32];
 	uint64_t b;
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
-		assert_int_equal(unit_parse_size(good[i].s, &b, why), 0);
+		assert_int_equal(value_parse_size(good[i].s, &b, why), 0);
 		assert_true(b == good[i].bytes);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		assert_int_equal(unit_parse_size(bad[i].s, &b, why), -EINVAL);
+		assert_int_equal(value_parse_size(bad[i].s, &b, why), -EINVAL);
 		assert_string_equal(why, bad[i].why);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(shown); i++) {
-		unit_format_size(shown[i].bytes, buf, sizeof(buf));
+		value_format_size(shown[i].bytes, buf, sizeof(buf));
 		assert_string_equal(buf, shown[i].s);
 	}
 }
@@ -1134,18 +1134,18 @@ static void test_config_max_size(void **state)
 	}
 }
 
-static const struct unit_range_spec pct = {
-	unit_parse_percent_bound, unit_format_percent, 0.01, 1000, true,
+static const struct value_range_spec pct = {
+	value_parse_percent_bound, value_format_percent, 0.01, 1000, true,
 };
-static const struct unit_range_spec weight = {
-	unit_parse_weight_bound, unit_format_number, 1, 10000, false,
+static const struct value_range_spec weight = {
+	value_parse_weight_bound, value_format_number, 1, 10000, false,
 };
 
 static void test_ranges(void **state)
 {
 	static const struct {
 		const char *s;
-		const struct unit_range_spec *spec;
+		const struct value_range_spec *spec;
 		double lo, hi;
 	} good[] = {
 		{ "10..1000", &weight, 10, 1000 }, { " 10 .. 1000 ", &weight, 10, 1000 },
@@ -1155,7 +1155,7 @@ static void test_ranges(void **state)
 	};
 	static const struct {
 		const char *s;
-		const struct unit_range_spec *spec;
+		const struct value_range_spec *spec;
 		const char *why;
 	} bad[] = {
 		{ "", &weight, "expected a whole number" },
@@ -1175,21 +1175,21 @@ static void test_ranges(void **state)
 		{ "50%..10%", &pct, "lower bound 50% is above upper bound 10%" },
 		{ "10%..MAX", &pct, "expected a percentage, e.g. 50%" },
 	};
-	char why[UNIT_WHY_MAX], big[300];
+	char why[VALUE_WHY_MAX], big[300];
 	double lo, hi;
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
-		assert_int_equal(unit_parse_range(good[i].s, good[i].spec, &lo, &hi, why), 0);
+		assert_int_equal(value_parse_range(good[i].s, good[i].spec, &lo, &hi, why), 0);
 		assert_true(lo == good[i].lo && hi == good[i].hi);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		assert_int_equal(unit_parse_range(bad[i].s, bad[i].spec, &lo, &hi, why), -EINVAL);
+		assert_int_equal(value_parse_range(bad[i].s, bad[i].spec, &lo, &hi, why), -EINVAL);
 		assert_string_equal(why, bad[i].why);
 	}
 	/* A bound padded past the token buffer is refused, never cut into something valid. */
 	snprintf(big, sizeof(big), "1%*s%%", 200, "");
-	assert_int_equal(unit_parse_range(big, &pct, &lo, &hi, why), -EINVAL);
+	assert_int_equal(value_parse_range(big, &pct, &lo, &hi, why), -EINVAL);
 	assert_string_equal(why, "value too long");
 }
 
@@ -1198,31 +1198,31 @@ static void test_formats(void **state)
 	char buf[64];
 
 	(void)state;
-	unit_format_duration(0, buf, sizeof(buf));
+	value_format_duration(0, buf, sizeof(buf));
 	assert_string_equal(buf, "0ns");
-	unit_format_duration(999, buf, sizeof(buf));
+	value_format_duration(999, buf, sizeof(buf));
 	assert_string_equal(buf, "999ns");
-	unit_format_duration(250000, buf, sizeof(buf));
+	value_format_duration(250000, buf, sizeof(buf));
 	assert_string_equal(buf, "250us");
-	unit_format_duration(2000000, buf, sizeof(buf));
+	value_format_duration(2000000, buf, sizeof(buf));
 	assert_string_equal(buf, "2ms");
-	unit_format_duration(1500000000, buf, sizeof(buf));
+	value_format_duration(1500000000, buf, sizeof(buf));
 	assert_string_equal(buf, "1.5s");
-	unit_format_duration(60000000000ULL, buf, sizeof(buf));
+	value_format_duration(60000000000ULL, buf, sizeof(buf));
 	assert_string_equal(buf, "60s");
-	unit_format_duration(90000000000ULL, buf, sizeof(buf));
+	value_format_duration(90000000000ULL, buf, sizeof(buf));
 	assert_string_equal(buf, "90s");
-	unit_format_percent(0.125, buf, sizeof(buf));
+	value_format_percent(0.125, buf, sizeof(buf));
 	assert_string_equal(buf, "12.5%");
-	unit_format_percent(INFINITY, buf, sizeof(buf));
+	value_format_percent(INFINITY, buf, sizeof(buf));
 	assert_string_equal(buf, "max");
-	unit_format_frequency(1200000, buf, sizeof(buf));
+	value_format_frequency(1200000, buf, sizeof(buf));
 	assert_string_equal(buf, "1.2GHz");
-	unit_format_frequency(800000, buf, sizeof(buf));
+	value_format_frequency(800000, buf, sizeof(buf));
 	assert_string_equal(buf, "800MHz");
-	unit_format_frequency(500, buf, sizeof(buf));
+	value_format_frequency(500, buf, sizeof(buf));
 	assert_string_equal(buf, "500kHz");
-	unit_format_number(1000, buf, sizeof(buf));
+	value_format_number(1000, buf, sizeof(buf));
 	assert_string_equal(buf, "1000");
 }
 

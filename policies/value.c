@@ -11,16 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include "policies/units.h"
+#include "policies/value.h"
 
 #define NUM_MAX 40 /* digits and point; more is a typo, not a value */
 
-int unit_fail(char *why, const char *fmt, ...)
+int value_fail(char *why, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(why, UNIT_WHY_MAX, fmt, ap);
+	vsnprintf(why, VALUE_WHY_MAX, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
 }
@@ -62,7 +62,7 @@ static size_t scan_number(const char *s, double *v)
 }
 
 /* The unit after a number: blanks allowed between, nothing after. */
-static const char *unit_after(const char *s, size_t n)
+static const char *value_after(const char *s, size_t n)
 {
 	s += n;
 	while (is_blank(*s))
@@ -70,7 +70,7 @@ static const char *unit_after(const char *s, size_t n)
 	return s;
 }
 
-int unit_parse_uint(const char *s, uint64_t *out, char *why)
+int value_parse_uint(const char *s, uint64_t *out, char *why)
 {
 	unsigned long long v;
 	char *end;
@@ -79,11 +79,11 @@ int unit_parse_uint(const char *s, uint64_t *out, char *why)
 	while (is_digit(s[n]))
 		n++;
 	if (!n || s[n])
-		return unit_fail(why, "expected a whole number");
+		return value_fail(why, "expected a whole number");
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno == ERANGE)
-		return unit_fail(why, "number too large");
+		return value_fail(why, "number too large");
 	*out = v;
 	return 0;
 }
@@ -109,17 +109,17 @@ static int scaled(const char *s, const struct unit_kind *k, double *v, char *why
 	size_t n = scan_number(s, v);
 
 	if (!n)
-		return unit_fail(why, "expected a number and a unit, e.g. %s", k->example);
-	u = unit_after(s, n);
+		return value_fail(why, "expected a number and a unit, e.g. %s", k->example);
+	u = value_after(s, n);
 	if (!*u)
-		return unit_fail(why, "missing unit; expected %s", k->expected);
+		return value_fail(why, "missing unit; expected %s", k->expected);
 	for (size_t i = 0; i < k->n; i++) {
 		if (k->anycase ? strcasecmp(u, k->units[i].name) : strcmp(u, k->units[i].name))
 			continue;
 		*v *= k->units[i].scale;
 		return 0;
 	}
-	return unit_fail(why, "unknown unit '%s'; expected %s", u, k->expected);
+	return value_fail(why, "unknown unit '%s'; expected %s", u, k->expected);
 }
 
 static const struct unit duration_units[] = {
@@ -136,7 +136,7 @@ static const struct unit_kind durations = {
 	"2ms", "ns, us, \xc2\xb5s, ms or s",
 };
 
-int unit_parse_duration(const char *s, uint64_t *ns, char *why)
+int value_parse_duration(const char *s, uint64_t *ns, char *why)
 {
 	double v;
 	int r = scaled(s, &durations, &v, why);
@@ -144,12 +144,12 @@ int unit_parse_duration(const char *s, uint64_t *ns, char *why)
 	if (r)
 		return r;
 	if (v > 1e18)
-		return unit_fail(why, "duration too large");
+		return value_fail(why, "duration too large");
 	*ns = (uint64_t)llround(v);
 	return 0;
 }
 
-int unit_parse_size(const char *s, uint64_t *bytes, char *why)
+int value_parse_size(const char *s, uint64_t *bytes, char *why)
 {
 	static const struct unit size_units[] = {
 		{ "", 1 }, { "B", 1 }, { "K", 1024.0 }, { "M", 1024.0 * 1024 },
@@ -160,33 +160,33 @@ int unit_parse_size(const char *s, uint64_t *bytes, char *why)
 	size_t n = scan_number(s, &v);
 
 	if (!n)
-		return unit_fail(why, "expected a size, e.g. 16M");
-	u = unit_after(s, n);
+		return value_fail(why, "expected a size, e.g. 16M");
+	u = value_after(s, n);
 	for (size_t i = 0; i < sizeof(size_units) / sizeof(*size_units); i++) {
 		if (strcasecmp(u, size_units[i].name))
 			continue;
 		v = round(v * size_units[i].scale);
 		if (v >= 18446744073709551616.0 / 2)
-			return unit_fail(why, "size too large");
+			return value_fail(why, "size too large");
 		*bytes = (uint64_t)v;
 		return 0;
 	}
-	return unit_fail(why, "unknown unit '%s'; expected bytes or K, M, G, T (powers of 1024)", u);
+	return value_fail(why, "unknown unit '%s'; expected bytes or K, M, G, T (powers of 1024)", u);
 }
 
-int unit_parse_percent(const char *s, double *fraction, char *why)
+int value_parse_percent(const char *s, double *fraction, char *why)
 {
 	const char *u;
 	double v;
 	size_t n = scan_number(s, &v);
 
 	if (!n)
-		return unit_fail(why, "expected a percentage, e.g. 50%%");
-	u = unit_after(s, n);
+		return value_fail(why, "expected a percentage, e.g. 50%%");
+	u = value_after(s, n);
 	if (!*u)
-		return unit_fail(why, "missing '%%'; expected a percentage, e.g. 50%%");
+		return value_fail(why, "missing '%%'; expected a percentage, e.g. 50%%");
 	if (strcmp(u, "%"))
-		return unit_fail(why, "expected a percentage, e.g. 50%%, not '%s' after the number", u);
+		return value_fail(why, "expected a percentage, e.g. 50%%, not '%s' after the number", u);
 	*fraction = v / 100;
 	return 0;
 }
@@ -203,7 +203,7 @@ static const struct unit_kind frequencies = {
 	"1.2GHz", "Hz, kHz, MHz or GHz",
 };
 
-int unit_parse_frequency(const char *s, double *khz, char *why)
+int value_parse_frequency(const char *s, double *khz, char *why)
 {
 	double v;
 	int r = scaled(s, &frequencies, &v, why);
@@ -214,7 +214,7 @@ int unit_parse_frequency(const char *s, double *khz, char *why)
 	return 0;
 }
 
-int unit_parse_percentile(const char *s, double *fraction, char *why)
+int value_parse_percentile(const char *s, double *fraction, char *why)
 {
 	const char *p = s;
 	double v;
@@ -224,18 +224,18 @@ int unit_parse_percentile(const char *s, double *fraction, char *why)
 		p++;
 	n = scan_number(p, &v);
 	if (!n || p[n])
-		return unit_fail(why, "expected a percentile, e.g. 99, 99.9 or p99");
+		return value_fail(why, "expected a percentile, e.g. 99, 99.9 or p99");
 	if (v > 0 && v < 1)
-		return unit_fail(why, "below 1; percentiles are in percent: 99 (or p99) is the 99th");
+		return value_fail(why, "below 1; percentiles are in percent: 99 (or p99) is the 99th");
 	if (v < 1)
-		return unit_fail(why, "a percentile must be at least 1");
+		return value_fail(why, "a percentile must be at least 1");
 	if (v >= 100)
-		return unit_fail(why, "a percentile must be below 100");
+		return value_fail(why, "a percentile must be below 100");
 	*fraction = v / 100;
 	return 0;
 }
 
-int unit_parse_bool(const char *s, bool *out, char *why)
+int value_parse_bool(const char *s, bool *out, char *why)
 {
 	static const char *const yes[] = { "yes", "true", "on", "1" };
 	static const char *const no[] = { "no", "false", "off", "0" };
@@ -246,18 +246,18 @@ int unit_parse_bool(const char *s, bool *out, char *why)
 			return 0;
 		}
 	}
-	return unit_fail(why, "expected yes or no");
+	return value_fail(why, "expected yes or no");
 }
 
-int unit_parse_percent_bound(const char *s, double *v, char *why)
+int value_parse_percent_bound(const char *s, double *v, char *why)
 {
-	return unit_parse_percent(s, v, why);
+	return value_parse_percent(s, v, why);
 }
 
-int unit_parse_weight_bound(const char *s, double *v, char *why)
+int value_parse_weight_bound(const char *s, double *v, char *why)
 {
 	uint64_t u;
-	int r = unit_parse_uint(s, &u, why);
+	int r = value_parse_uint(s, &u, why);
 
 	if (r < 0)
 		return r;
@@ -265,9 +265,9 @@ int unit_parse_weight_bound(const char *s, double *v, char *why)
 	return 0;
 }
 
-int unit_parse_frequency_bound(const char *s, double *v, char *why)
+int value_parse_frequency_bound(const char *s, double *v, char *why)
 {
-	return unit_parse_frequency(s, v, why);
+	return value_parse_frequency(s, v, why);
 }
 
 /* s[0..len) without the blanks around it, as a string in buf; -EINVAL if too long. */
@@ -278,14 +278,14 @@ static int trimmed(const char *s, size_t len, char *buf, size_t size, char *why)
 	while (len && is_blank(s[len - 1]))
 		len--;
 	if (len >= size)
-		return unit_fail(why, "value too long");
+		return value_fail(why, "value too long");
 	memcpy(buf, s, len);
 	buf[len] = '\0';
 	return 0;
 }
 
 /* One bound: parsed and within the spec's limits. */
-static int range_bound(const char *tok, const struct unit_range_spec *spec, double *v, char *why)
+static int range_bound(const char *tok, const struct value_range_spec *spec, double *v, char *why)
 {
 	char lim[64];
 	int r = spec->parse(tok, v, why);
@@ -294,17 +294,17 @@ static int range_bound(const char *tok, const struct unit_range_spec *spec, doub
 		return r;
 	if (*v < spec->min) {
 		spec->format(spec->min, lim, sizeof(lim));
-		return unit_fail(why, "%s is below the minimum of %s", tok, lim);
+		return value_fail(why, "%s is below the minimum of %s", tok, lim);
 	}
 	if (*v > spec->max) {
 		spec->format(spec->max, lim, sizeof(lim));
-		return unit_fail(why, "%s is above the maximum of %s", tok, lim);
+		return value_fail(why, "%s is above the maximum of %s", tok, lim);
 	}
 	return 0;
 }
 
-int unit_parse_range(const char *s, const struct unit_range_spec *spec, double *lo,
-		     double *hi, char *why)
+int value_parse_range(const char *s, const struct value_range_spec *spec, double *lo,
+		      double *hi, char *why)
 {
 	const char *dots = strstr(s, "..");
 	char a[128], b[128];
@@ -314,7 +314,7 @@ int unit_parse_range(const char *s, const struct unit_range_spec *spec, double *
 		if (trimmed(s, strlen(s), a, sizeof(a), why) < 0)
 			return -EINVAL;
 		if (!strcmp(a, "max"))
-			return unit_fail(why, "'max' is allowed only as the upper bound of a range, e.g. LOW..max");
+			return value_fail(why, "'max' is allowed only as the upper bound of a range, e.g. LOW..max");
 		r = range_bound(a, spec, lo, why);
 		if (r == 0)
 			*hi = *lo;
@@ -324,17 +324,17 @@ int unit_parse_range(const char *s, const struct unit_range_spec *spec, double *
 	    trimmed(dots + 2, strlen(dots + 2), b, sizeof(b), why) < 0)
 		return -EINVAL;
 	if (!*a)
-		return unit_fail(why, "missing lower bound before '..'");
+		return value_fail(why, "missing lower bound before '..'");
 	if (!*b)
-		return unit_fail(why, "missing upper bound after '..'");
+		return value_fail(why, "missing upper bound after '..'");
 	if (!strcmp(a, "max"))
-		return unit_fail(why, "'max' is allowed only as the upper bound of a range");
+		return value_fail(why, "'max' is allowed only as the upper bound of a range");
 	r = range_bound(a, spec, lo, why);
 	if (r < 0)
 		return r;
 	if (!strcmp(b, "max")) {
 		if (!spec->max_keyword)
-			return unit_fail(why, "'max' is not allowed here; give a number");
+			return value_fail(why, "'max' is not allowed here; give a number");
 		*hi = INFINITY;
 		return 0;
 	}
@@ -342,11 +342,11 @@ int unit_parse_range(const char *s, const struct unit_range_spec *spec, double *
 	if (r < 0)
 		return r;
 	if (*lo > *hi)
-		return unit_fail(why, "lower bound %s is above upper bound %s", a, b);
+		return value_fail(why, "lower bound %s is above upper bound %s", a, b);
 	return 0;
 }
 
-void unit_format_number(double v, char *buf, size_t len)
+void value_format_number(double v, char *buf, size_t len)
 {
 	if (isinf(v))
 		snprintf(buf, len, "max");
@@ -354,7 +354,7 @@ void unit_format_number(double v, char *buf, size_t len)
 		snprintf(buf, len, "%.10g", v);
 }
 
-void unit_format_ns(char *buf, size_t len, double ns, int digits)
+void value_format_ns(char *buf, size_t len, double ns, int digits)
 {
 	static const struct unit shown[] = { { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 } };
 
@@ -367,12 +367,12 @@ void unit_format_ns(char *buf, size_t len, double ns, int digits)
 	snprintf(buf, len, "%.0fns", ns);
 }
 
-void unit_format_duration(uint64_t ns, char *buf, size_t len)
+void value_format_duration(uint64_t ns, char *buf, size_t len)
 {
-	unit_format_ns(buf, len, ns, 10);
+	value_format_ns(buf, len, ns, 10);
 }
 
-void unit_format_size(uint64_t bytes, char *buf, size_t len)
+void value_format_size(uint64_t bytes, char *buf, size_t len)
 {
 	static const char suffix[] = "KMGT";
 	int i = -1;
@@ -387,7 +387,7 @@ void unit_format_size(uint64_t bytes, char *buf, size_t len)
 		snprintf(buf, len, "%llu%c", (unsigned long long)bytes, suffix[i]);
 }
 
-void unit_format_percent(double fraction, char *buf, size_t len)
+void value_format_percent(double fraction, char *buf, size_t len)
 {
 	if (isinf(fraction))
 		snprintf(buf, len, "max");
@@ -395,7 +395,7 @@ void unit_format_percent(double fraction, char *buf, size_t len)
 		snprintf(buf, len, "%.10g%%", fraction * 100);
 }
 
-void unit_format_frequency(double khz, char *buf, size_t len)
+void value_format_frequency(double khz, char *buf, size_t len)
 {
 	if (isinf(khz))
 		snprintf(buf, len, "max");
@@ -407,7 +407,7 @@ void unit_format_frequency(double khz, char *buf, size_t len)
 		snprintf(buf, len, "%.10gkHz", khz);
 }
 
-bool unit_has_control(const char *s)
+bool value_has_control(const char *s)
 {
 	for (; *s; s++)
 		if ((unsigned char)*s < 0x20 || *s == 0x7f)
@@ -415,20 +415,20 @@ bool unit_has_control(const char *s)
 	return false;
 }
 
-int unit_parse_duration_in(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *why)
+int value_parse_duration_in(const char *s, uint64_t min, uint64_t max, uint64_t *out, char *why)
 {
 	char lim[32];
-	int r = unit_parse_duration(s, out, why);
+	int r = value_parse_duration(s, out, why);
 
 	if (r < 0)
 		return r;
 	if (*out < min) {
-		unit_format_duration(min, lim, sizeof(lim));
-		return unit_fail(why, "below the minimum of %s", lim);
+		value_format_duration(min, lim, sizeof(lim));
+		return value_fail(why, "below the minimum of %s", lim);
 	}
 	if (*out > max) {
-		unit_format_duration(max, lim, sizeof(lim));
-		return unit_fail(why, "above the maximum of %s", lim);
+		value_format_duration(max, lim, sizeof(lim));
+		return value_fail(why, "above the maximum of %s", lim);
 	}
 	return 0;
 }
