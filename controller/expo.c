@@ -217,7 +217,7 @@ static void knobs(FILE *f, const struct report *r)
 					v *= 1000; /* kHz -> Hz */
 				if (k == KNOB_SCHED_SLICE)
 					v /= 1e9; /* ns -> s */
-				snprintf(extra, sizeof(extra), "knob=\"%s\"", knob_kind_name(k));
+				snprintf(extra, sizeof(extra), "knob=\"%s\"", action_knob_name(k));
 				svc_labels(f, fam[m][0], s, extra);
 				value(f, m == 0 ? v : kn->ours);
 			}
@@ -237,7 +237,7 @@ static void actions(FILE *f, const struct report *r)
 				continue;
 			fputs("tailwarden_actions_total{service=", f);
 			expo_label_value(f, s->name);
-			fprintf(f, ",knob=\"%s\",dry_run=\"%s\"} %llu\n", knob_kind_name(k),
+			fprintf(f, ",knob=\"%s\",dry_run=\"%s\"} %llu\n", action_knob_name(k),
 				r->dry_run ? "true" : "false", (unsigned long long)s->knobs[k].actions);
 		}
 	}

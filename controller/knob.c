@@ -201,7 +201,7 @@ static bool has_word(const char *list, const char *word)
 /* one knob in file units */
 
 /* The value in file units (quota: µs, -1 for max) and, for the quota, the period. */
-static int fread_value(const struct slot *s, enum knob_kind kind, long long *v, long long *period)
+static int fread_value(const struct slot *s, enum action_knob kind, long long *v, long long *period)
 {
 	char buf[256], *p = buf;
 	int r;
@@ -235,7 +235,7 @@ static int fread_value(const struct slot *s, enum knob_kind kind, long long *v, 
 }
 
 /* What to write into s->file for value v (file units). */
-static void fformat(const struct slot *s, enum knob_kind kind, long long v, long long period,
+static void fformat(const struct slot *s, enum action_knob kind, long long v, long long period,
 		    char *buf, size_t len)
 {
 	if (kind == KNOB_CPU_QUOTA && s->v2) {
@@ -250,7 +250,7 @@ static void fformat(const struct slot *s, enum knob_kind kind, long long v, long
 	}
 }
 
-static int to_file_units(const struct slot *s, enum knob_kind kind, double v, long long period,
+static int to_file_units(const struct slot *s, enum action_knob kind, double v, long long period,
 			 long long *out)
 {
 	long long w;
@@ -278,7 +278,7 @@ static int to_file_units(const struct slot *s, enum knob_kind kind, double v, lo
 	return 0;
 }
 
-static int to_canonical(const struct slot *s, enum knob_kind kind, long long v, long long period,
+static int to_canonical(const struct slot *s, enum action_knob kind, long long v, long long period,
 			double *out)
 {
 	if (kind == KNOB_CPU_QUOTA) {
@@ -584,12 +584,12 @@ void knobs_free(struct knobs *k)
 /* ------------------------------------------------------------------ */
 /* the API */
 
-static bool kind_ok(enum knob_kind kind)
+static bool kind_ok(enum action_knob kind)
 {
 	return (int)kind >= 0 && kind < KNOB_MAX;
 }
 
-bool knob_available(const struct knobs *k, enum knob_kind kind, const char **why)
+bool knob_available(const struct knobs *k, enum action_knob kind, const char **why)
 {
 	const char *w = !kind_ok(kind) ? "unknown knob" : k->s[kind].why;
 
@@ -598,12 +598,12 @@ bool knob_available(const struct knobs *k, enum knob_kind kind, const char **why
 	return !w;
 }
 
-const char *knob_missing_controller(const struct knobs *k, enum knob_kind kind)
+const char *knob_missing_controller(const struct knobs *k, enum action_knob kind)
 {
 	return kind_ok(kind) ? k->s[kind].ctrl : NULL;
 }
 
-const char *knob_path(const struct knobs *k, enum knob_kind kind)
+const char *knob_path(const struct knobs *k, enum action_knob kind)
 {
 	if (!kind_ok(kind) || !k->s[kind].shown)
 		return "(unknown knob)";
@@ -611,7 +611,7 @@ const char *knob_path(const struct knobs *k, enum knob_kind kind)
 }
 
 /* The slot of an available knob. 0, -EINVAL or -EOPNOTSUPP. */
-static int usable(struct knobs *k, enum knob_kind kind, struct slot **s)
+static int usable(struct knobs *k, enum action_knob kind, struct slot **s)
 {
 	if (!kind_ok(kind))
 		return -EINVAL;
@@ -619,7 +619,7 @@ static int usable(struct knobs *k, enum knob_kind kind, struct slot **s)
 	return (*s)->why ? -EOPNOTSUPP : 0;
 }
 
-int knob_read(struct knobs *k, enum knob_kind kind, double *value)
+int knob_read(struct knobs *k, enum action_knob kind, double *value)
 {
 	struct slot *s;
 	long long v, period = 0;
@@ -640,7 +640,7 @@ int knob_read(struct knobs *k, enum knob_kind kind, double *value)
 	return to_canonical(s, kind, v, period, value);
 }
 
-int knob_write(struct knobs *k, enum knob_kind kind, double value)
+int knob_write(struct knobs *k, enum action_knob kind, double value)
 {
 	struct slot *s;
 	long long cur, period = 0, want, now;
@@ -692,7 +692,7 @@ static int snap_add_file(struct json_object *files, const char *path, const char
 	return 0;
 }
 
-static int snap_files(struct slot *s, enum knob_kind kind, struct json_object *snap)
+static int snap_files(struct slot *s, enum action_knob kind, struct json_object *snap)
 {
 	struct json_object *files = json_object_new_array();
 	long long v, period = 0;
@@ -745,7 +745,7 @@ static int snap_cpus(struct knobs *k, struct json_object *snap)
 	return 0;
 }
 
-int knob_snapshot(struct knobs *k, enum knob_kind kind, struct json_object **out)
+int knob_snapshot(struct knobs *k, enum action_knob kind, struct json_object **out)
 {
 	struct json_object *snap;
 	struct slot *s;
@@ -968,10 +968,10 @@ static bool valid_value(const char *name, const char *v)
  * in the v2 root or in the v1 hierarchy of the knob, and the knob's file?
  * *name: the file's name.
  */
-static bool knob_file_of(const char *rel, const char *cgroup, enum knob_kind kind, const char **name)
+static bool knob_file_of(const char *rel, const char *cgroup, enum action_knob kind, const char **name)
 {
 	static const struct {
-		enum knob_kind kind;
+		enum action_knob kind;
 		const char *dir, *name;
 	} files[] = {
 		{ KNOB_CPU_QUOTA, "", "cpu.max" },
@@ -1120,7 +1120,7 @@ static int cpus_restore(struct json_object *cpus, knob_report_fn fn, void *userd
 	return 0;
 }
 
-int knob_snapshot_restore(const char *cgroup_base, const char *cgroup, enum knob_kind kind,
+int knob_snapshot_restore(const char *cgroup_base, const char *cgroup, enum action_knob kind,
 			  struct json_object *snap, knob_report_fn fn, void *userdata,
 			  char *why, size_t whylen)
 {
@@ -1156,7 +1156,8 @@ int knob_snapshot_restore(const char *cgroup_base, const char *cgroup, enum knob
 		if (!path || !value || strncmp(path, base, strlen(base)) || path[strlen(base)] != '/' ||
 		    !knob_file_of(path + strlen(base) + 1, cgroup, kind, &name))
 			return why_fail(why, whylen, -EBADMSG, "%s is not a %s file of %s under %s",
-					path ? path : "(none)", knob_kind_name(kind), cgroup, base);
+					path ? path : "(none)", action_knob_name(kind), cgroup,
+					base);
 		if (!valid_value(name, value))
 			return why_fail(why, whylen, -ERANGE, "%s: '%s' is not a valid %s value", path,
 					value, name);

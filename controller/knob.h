@@ -31,28 +31,28 @@ int knobs_open(const char *cgroup_base, const char *rel, struct knobs **out);
 void knobs_free(struct knobs *k);
 
 /* Is the knob available here; if not, why (static string; why may be NULL). */
-bool knob_available(const struct knobs *k, enum knob_kind kind, const char **why);
+bool knob_available(const struct knobs *k, enum action_knob kind, const char **why);
 /*
  * "cpu" or "io" when the knob is unavailable because that cgroup v2
  * controller is not enabled for its cgroup (knob_subtree_plan() says
  * what would enable it); NULL otherwise.
  */
-const char *knob_missing_controller(const struct knobs *k, enum knob_kind kind);
+const char *knob_missing_controller(const struct knobs *k, enum action_knob kind);
 /*
  * Current value in canonical units. While the file still holds what
  * knob_write() put there, that exact value (conversions to v1 units lose
  * precision). 0, -ENOENT (cgroup gone), -EOPNOTSUPP (unavailable), -errno.
  */
-int knob_read(struct knobs *k, enum knob_kind kind, double *value);
+int knob_read(struct knobs *k, enum action_knob kind, double *value);
 /*
  * Write, then read back: -EIO if the kernel kept another value; -ERANGE
  * for a value the file cannot hold. Weights are rounded to integers. The
  * frequency is clamped to each CPU's hardware limits (INFINITY: maximum).
  * 0, -ENOENT (cgroup gone), -EOPNOTSUPP (unavailable) or -errno.
  */
-int knob_write(struct knobs *k, enum knob_kind kind, double value);
+int knob_write(struct knobs *k, enum action_knob kind, double value);
 /* The file(s) a knob writes, for logs ("cpu/web/cpu.cfs_quota_us"). */
-const char *knob_path(const struct knobs *k, enum knob_kind kind);
+const char *knob_path(const struct knobs *k, enum action_knob kind);
 
 /* Called with one line in words per file or CPU a restore put back. */
 typedef void (*knob_report_fn)(void *userdata, const char *line);
@@ -60,7 +60,7 @@ typedef void (*knob_report_fn)(void *userdata, const char *line);
 /* For knob_state.c: exact originals as JSON, and putting them back. */
 struct json_object;
 /* The file contents behind a knob, or the per-CPU maximum frequency. 0 or -errno. */
-int knob_snapshot(struct knobs *k, enum knob_kind kind, struct json_object **out);
+int knob_snapshot(struct knobs *k, enum action_knob kind, struct json_object **out);
 /*
  * Write a snapshot of the knob kind of cgroup (relative to cgroup_base)
  * back, verified. A snapshot comes from a file and is checked first:
@@ -76,7 +76,7 @@ int knob_snapshot(struct knobs *k, enum knob_kind kind, struct json_object **out
  * (may be NULL) gets the reason in words, for every negative return but
  * -ENOENT.
  */
-int knob_snapshot_restore(const char *cgroup_base, const char *cgroup, enum knob_kind kind,
+int knob_snapshot_restore(const char *cgroup_base, const char *cgroup, enum action_knob kind,
 			  struct json_object *snap, knob_report_fn fn, void *userdata,
 			  char *why, size_t whylen);
 /*

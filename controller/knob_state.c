@@ -137,7 +137,7 @@ static bool knob_value(const char *v)
 static bool known_knob(const char *name)
 {
 	for (int k = 0; k < KNOB_MAX; k++)
-		if (!strcmp(knob_kind_name(k), name))
+		if (!strcmp(action_knob_name(k), name))
 			return true;
 	return false;
 }
@@ -525,7 +525,8 @@ static int save(struct knob_state *s)
 	return r;
 }
 
-static int find(const struct knob_state *s, const char *base, const char *rel, enum knob_kind kind)
+static int find(const struct knob_state *s, const char *base, const char *rel,
+		enum action_knob kind)
 {
 	for (size_t i = 0; i < json_object_array_length(s->knobs); i++) {
 		struct json_object *e = json_object_array_get_idx(s->knobs, i);
@@ -533,13 +534,13 @@ static int find(const struct knob_state *s, const char *base, const char *rel, e
 		if (str_of(e, "unit") || is_iosched(e) || is_subtree(e))
 			continue;
 		if (!strcmp(str_of(e, "cgroup_base"), base) && !strcmp(str_of(e, "cgroup"), rel) &&
-		    !strcmp(str_of(e, "knob"), knob_kind_name(kind)))
+		    !strcmp(str_of(e, "knob"), action_knob_name(kind)))
 			return i;
 	}
 	return -1;
 }
 
-static struct json_object *new_record(const char *base, const char *rel, enum knob_kind kind,
+static struct json_object *new_record(const char *base, const char *rel, enum action_knob kind,
 				      double original, struct json_object *snap)
 {
 	struct json_object *e = json_object_new_object();
@@ -548,7 +549,7 @@ static struct json_object *new_record(const char *base, const char *rel, enum kn
 	snprintf(num, sizeof(num), "%.9g", original);
 	if (!e || json_object_object_add(e, "cgroup_base", json_object_new_string(base)) ||
 	    json_object_object_add(e, "cgroup", json_object_new_string(rel)) ||
-	    json_object_object_add(e, "knob", json_object_new_string(knob_kind_name(kind))) ||
+	    json_object_object_add(e, "knob", json_object_new_string(action_knob_name(kind))) ||
 	    json_object_object_add(e, "original", isfinite(original) ? json_object_new_double_s(original, num)
 								       : json_object_new_string("max")) ||
 	    json_object_object_add(e, "snapshot", snap)) {
@@ -559,7 +560,7 @@ static struct json_object *new_record(const char *base, const char *rel, enum kn
 }
 
 int knob_state_record(struct knob_state *s, const char *cgroup_base, const char *rel,
-		      enum knob_kind kind, double original)
+		      enum action_knob kind, double original)
 {
 	struct json_object *snap = NULL, *e;
 	struct knobs *k;
@@ -645,7 +646,7 @@ static int mark_written(struct json_object *e, struct json_object *now, double v
 }
 
 int knob_state_write(struct knob_state *s, const char *cgroup_base, const char *rel,
-		     enum knob_kind kind, struct knobs *k, double original, double value)
+		     enum action_knob kind, struct knobs *k, double original, double value)
 {
 	struct json_object *e, *now;
 	int i, r;
@@ -672,14 +673,14 @@ int knob_state_write(struct knob_state *s, const char *cgroup_base, const char *
 		json_object_put(now);
 		if (r || (r = save(s))) {
 			strip_written(e);
-			log_debug_errno(r, "Failed to record the value written to %s of %s: %m", knob_kind_name(kind), rel);
+			log_debug_errno(r, "Failed to record the value written to %s of %s: %m", action_knob_name(kind), rel);
 		}
 	}
 	return 0;
 }
 
 int knob_state_forget(struct knob_state *s, const char *cgroup_base, const char *rel,
-		      enum knob_kind kind)
+		      enum action_knob kind)
 {
 	int i = find(s, cgroup_base, rel, kind);
 
@@ -689,19 +690,19 @@ int knob_state_forget(struct knob_state *s, const char *cgroup_base, const char 
 	return save(s);
 }
 
-static int find_unit(const struct knob_state *s, const char *unit, enum knob_kind kind)
+static int find_unit(const struct knob_state *s, const char *unit, enum action_knob kind)
 {
 	for (size_t i = 0; i < json_object_array_length(s->knobs); i++) {
 		struct json_object *e = json_object_array_get_idx(s->knobs, i);
 		const char *u = str_of(e, "unit");
 
-		if (u && !strcmp(u, unit) && !strcmp(str_of(e, "knob"), knob_kind_name(kind)))
+		if (u && !strcmp(u, unit) && !strcmp(str_of(e, "knob"), action_knob_name(kind)))
 			return i;
 	}
 	return -1;
 }
 
-static struct json_object *unit_snapshot(const char *bus, const char *unit, enum knob_kind kind,
+static struct json_object *unit_snapshot(const char *bus, const char *unit, enum action_knob kind,
 					 uint64_t raw)
 {
 	struct json_object *o = json_object_new_object();
@@ -717,7 +718,7 @@ static struct json_object *unit_snapshot(const char *bus, const char *unit, enum
 }
 
 int knob_state_record_unit(struct knob_state *s, const char *bus_address, const char *unit,
-			   const char *cgroup_base, const char *rel, enum knob_kind kind,
+			   const char *cgroup_base, const char *rel, enum action_knob kind,
 			   double original, uint64_t raw)
 {
 	struct json_object *snap, *e;
@@ -745,7 +746,7 @@ int knob_state_record_unit(struct knob_state *s, const char *bus_address, const 
 	return r;
 }
 
-int knob_state_forget_unit(struct knob_state *s, const char *unit, enum knob_kind kind)
+int knob_state_forget_unit(struct knob_state *s, const char *unit, enum action_knob kind)
 {
 	int i = find_unit(s, unit, kind);
 
@@ -762,7 +763,7 @@ static int unit_snapshot_restore(struct json_object *snap, knob_report_fn fn, vo
 	const char *bus = str_of(snap, "bus"), *why = NULL;
 	struct json_object *v;
 	struct unit_bus *b;
-	enum knob_kind kind = KNOB_MAX;
+	enum action_knob kind = KNOB_MAX;
 	char line[512];
 	uint64_t raw;
 	int r;
@@ -812,7 +813,7 @@ static int64_t i64(struct json_object *o, const char *key)
 
 static void fmt_slice(char *buf, size_t len, int64_t ns)
 {
-	knob_format_value(buf, len, KNOB_SCHED_SLICE, (double)ns, 0);
+	action_format_value(buf, len, KNOB_SCHED_SLICE, (double)ns, 0);
 }
 
 /*
@@ -890,7 +891,7 @@ static int snapshot_restore(struct json_object *e, knob_report_fn fn, void *user
 	if (str_of(snap, "unit"))
 		return unit_snapshot_restore(snap, fn, userdata);
 	return knob_snapshot_restore(str_of(e, "cgroup_base"), str_of(e, "cgroup"),
-				     knob_kind_from_name(str_of(e, "knob")), snap, fn, userdata, why, whylen);
+				     action_knob_from_name(str_of(e, "knob")), snap, fn, userdata, why, whylen);
 }
 
 int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *rel,
@@ -903,7 +904,7 @@ int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *
 		const char *u = str_of(e, "unit");
 
 		/* Not the cgroup's own: the frequency, disks, its ancestors' controllers. */
-		if (!strcmp(str_of(e, "knob"), knob_kind_name(KNOB_CPU_FREQ)) || is_iosched(e) || is_subtree(e))
+		if (!strcmp(str_of(e, "knob"), action_knob_name(KNOB_CPU_FREQ)) || is_iosched(e) || is_subtree(e))
 			continue;
 		if (unit ? !u || strcmp(u, unit)
 			 : u || strcmp(str_of(e, "cgroup_base"), cgroup_base) || strcmp(str_of(e, "cgroup"), rel))
@@ -1256,7 +1257,7 @@ static int restore_all(struct knob_state *s, const char *cgroup_base, bool keep_
 		/* A frequency record names CPUs, not files under a root: no root to check. */
 		/* Nor a slice record: it names threads (tid and start time). */
 		} else if (cgroup_base && !same_base(str_of(e, "cgroup_base"), cgroup_base) &&
-		    strcmp(str_of(e, "knob"), knob_kind_name(KNOB_CPU_FREQ)) && !is_slice(e)) {
+		    strcmp(str_of(e, "knob"), action_knob_name(KNOB_CPU_FREQ)) && !is_slice(e)) {
 			snprintf(why, sizeof(why), "recorded for the cgroup root %s, not CgroupBase=%s; refusing it",
 				 str_of(e, "cgroup_base"), cgroup_base);
 			r = -EXDEV;

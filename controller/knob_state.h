@@ -49,7 +49,7 @@ int knob_state_parse(const char *text, size_t len, const char *name, struct json
  * disk when this returns 0. 0 or -errno.
  */
 int knob_state_record(struct knob_state *s, const char *cgroup_base, const char *rel,
-		      enum knob_kind kind, double original);
+		      enum action_knob kind, double original);
 /*
  * Record the original (as knob_state_record()), write value with
  * knob_write(), and record what the files hold after it as "written", so
@@ -60,13 +60,13 @@ int knob_state_record(struct knob_state *s, const char *cgroup_base, const char 
  * as before, and is not one).
  */
 int knob_state_write(struct knob_state *s, const char *cgroup_base, const char *rel,
-		     enum knob_kind kind, struct knobs *k, double original, double value);
+		     enum action_knob kind, struct knobs *k, double original, double value);
 /*
  * Drop the record of (cgroup rel, kind): someone else changed the knob
  * after us, so it is theirs now and is not restored. 0 or -errno.
  */
 int knob_state_forget(struct knob_state *s, const char *cgroup_base, const char *rel,
-		      enum knob_kind kind);
+		      enum action_knob kind);
 /*
  * Unit= knobs: record the unit's property as it is now (raw, as
  * unit_get() read it) before our first SetUnitProperties; a restore sets
@@ -74,9 +74,9 @@ int knob_state_forget(struct knob_state *s, const char *cgroup_base, const char 
  * the unit's cgroup then, for people. 0 or -errno.
  */
 int knob_state_record_unit(struct knob_state *s, const char *bus_address, const char *unit,
-			   const char *cgroup_base, const char *rel, enum knob_kind kind,
+			   const char *cgroup_base, const char *rel, enum action_knob kind,
 			   double original, uint64_t raw);
-int knob_state_forget_unit(struct knob_state *s, const char *unit, enum knob_kind kind);
+int knob_state_forget_unit(struct knob_state *s, const char *unit, enum action_knob kind);
 /*
  * A service's cgroup was replaced by a new one (a restart): its records
  * (all but the frequency's, which belongs to the CPUs) no longer describe

@@ -306,7 +306,7 @@ static void decision_log(struct manager *m, const struct service_rt *s,
 	json_object_object_add(o, "cgroup", json_object_new_string(s->cg));
 	if (s->sv.p->unit)
 		json_object_object_add(o, "unit", json_object_new_string(s->sv.p->unit));
-	json_object_object_add(o, "knob", json_object_new_string(knob_kind_name(a->knob)));
+	json_object_object_add(o, "knob", json_object_new_string(action_knob_name(a->knob)));
 	json_object_object_add(o, "old", isfinite(a->old_value) ? json_object_new_double(a->old_value)
 							     : json_object_new_string("max"));
 	json_object_object_add(o, "new", isfinite(a->new_value) ? json_object_new_double(a->new_value)
@@ -376,7 +376,7 @@ static int slice_apply(struct manager *m, struct service_rt *s, uint64_t ns)
 static int write_knob(struct manager *m, struct service_rt *s, const struct action *a,
 		      char *path, size_t len)
 {
-	enum knob_kind k = a->knob;
+	enum action_knob k = a->knob;
 	int r;
 
 	if (k == KNOB_SCHED_SLICE) {
@@ -407,7 +407,7 @@ static int write_knob(struct manager *m, struct service_rt *s, const struct acti
  * the 2nd, 4th, 8th... in a row (the engine tries again every window),
  * and at once when the error changes.
  */
-static void knob_failed(struct service_rt *s, enum knob_kind k, int err, const char *path,
+static void knob_failed(struct service_rt *s, enum action_knob k, int err, const char *path,
 			const char *value)
 {
 	struct knob_fail *f = &s->fail[k];
@@ -425,7 +425,7 @@ static void knob_failed(struct service_rt *s, enum knob_kind k, int err, const c
 }
 
 /* Said once, when a knob that failed is written again. */
-static void knob_recovered(struct service_rt *s, enum knob_kind k, const char *path)
+static void knob_recovered(struct service_rt *s, enum action_knob k, const char *path)
 {
 	struct knob_fail *f = &s->fail[k];
 
@@ -441,11 +441,11 @@ static void apply(struct manager *m, const struct action *a)
 	char o[32], n[32], path[PATH_MAX + 64];
 	int r = 0;
 
-	knob_format_value(o, sizeof(o), a->knob, a->old_value, 0);
-	knob_format_value(n, sizeof(n), a->knob, a->new_value, 0);
+	action_format_value(o, sizeof(o), a->knob, a->old_value, 0);
+	action_format_value(n, sizeof(n), a->knob, a->new_value, 0);
 	m->n_decisions++;
 	if (m->o.dry_run) {
-		log_notice("dry-run: would set %s of %s: %s -> %s (%s)", knob_kind_name(a->knob),
+		log_notice("dry-run: would set %s of %s: %s -> %s (%s)", action_knob_name(a->knob),
 			   s->sv.p->unit ? s->sv.p->unit : s->cg, o, n, a->reason);
 	} else {
 		r = write_knob(m, s, a, path, sizeof(path));
@@ -501,7 +501,7 @@ static void read_knobs(struct manager *m, struct service_rt *s, double *knob)
 		if (!service_knob(&s->sv, m->engine, k, v, m->o.dry_run, &knob[k]))
 			continue;
 		log_warning("%s of %s was changed by someone else (we set %g, now %g); leaving it alone",
-			    knob_kind_name(k), s->sv.p->unit ? s->sv.p->unit : s->cg, s->sv.written[k], v);
+			    action_knob_name(k), s->sv.p->unit ? s->sv.p->unit : s->cg, s->sv.written[k], v);
 		if (manager_unit_knob(s, k))
 			knob_state_forget_unit(m->state, s->sv.p->unit, k);
 		else
@@ -512,14 +512,14 @@ static void read_knobs(struct manager *m, struct service_rt *s, double *knob)
 /* The cgroupfs knobs a policy may change, by the cgroup v2 controller they need. */
 static const struct {
 	const char *ctrl;
-	enum knob_kind k[2];
+	enum action_knob k[2];
 	size_t n;
 } controllers[] = {
 	{ "cpu", { KNOB_CPU_QUOTA, KNOB_CPU_WEIGHT }, 2 },
 	{ "io", { KNOB_IO_WEIGHT }, 1 },
 };
 
-static bool limited(const struct service_rt *s, enum knob_kind k)
+static bool limited(const struct service_rt *s, enum action_knob k)
 {
 	const struct policy *p = s->sv.p;
 
@@ -575,12 +575,12 @@ static void controllers_ensure(struct manager *m, struct service_rt *s)
 
 		names[0] = '\0';
 		for (size_t j = 0; j < controllers[i].n; j++) {
-			enum knob_kind k = controllers[i].k[j];
+			enum action_knob k = controllers[i].k[j];
 
 			if (!limited(s, k))
 				continue;
 			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", n++ ? " and " : "",
-				 knob_kind_name(k));
+				 action_knob_name(k));
 			missing |= knob_missing_controller(s->knobs, k) != NULL;
 		}
 		if (!missing)
@@ -621,7 +621,7 @@ static void controllers_ensure(struct manager *m, struct service_rt *s)
 		    knob_missing_controller(s->knobs, k))
 			continue;
 		log_warning("service %s: %s of %s cannot act: %s; its other knobs still act", s->sv.p->name,
-			    knob_kind_name(k), s->cg, w);
+			    action_knob_name(k), s->cg, w);
 		s->unavail_said[k] = true;
 	}
 }
@@ -648,7 +648,7 @@ static void sense_service(struct manager *m, struct service_rt *s,
 		char path[PATH_MAX + 64], v[32];
 
 		snprintf(path, sizeof(path), "sched.slice of the new threads of %s", s->cg);
-		knob_format_value(v, sizeof(v), KNOB_SCHED_SLICE, s->sv.written[KNOB_SCHED_SLICE], 0);
+		action_format_value(v, sizeof(v), KNOB_SCHED_SLICE, s->sv.written[KNOB_SCHED_SLICE], 0);
 		if (r && r != -ENOENT)
 			knob_failed(s, KNOB_SCHED_SLICE, r, path, v);
 	}

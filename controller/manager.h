@@ -117,7 +117,7 @@ static inline uint64_t manager_now_usec(void)
 }
 
 /* Is this knob a property of the service's unit (changed through systemd)? */
-static inline bool manager_unit_knob(const struct service_rt *s, enum knob_kind k)
+static inline bool manager_unit_knob(const struct service_rt *s, enum action_knob k)
 {
 	return s->sv.p->unit && unit_property(k);
 }

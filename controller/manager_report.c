@@ -68,7 +68,7 @@ void manager_report_action(struct manager *m, struct service_rt *s, const struct
 		report_action(m->report, rs, a, m->o.dry_run, applied, err);
 }
 
-static const struct policy_range *hook_range(const struct policy *p, enum knob_kind k)
+static const struct policy_range *hook_range(const struct policy *p, enum action_knob k)
 {
 	switch (k) {
 	case KNOB_CPU_QUOTA: return &p->cpu_quota;

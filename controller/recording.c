@@ -112,7 +112,7 @@ struct json_object *rec_cgroup_json(const struct qos_sample *q, const char *path
 	json_object_object_add(o, "raw", raw_json(q, c));
 	k = json_object_new_object();
 	for (int i = 0; k && i < KNOB_MAX; i++)
-		json_object_object_add(k, knob_kind_name(i), exact(knob[i]));
+		json_object_object_add(k, action_knob_name(i), exact(knob[i]));
 	json_object_object_add(o, "knobs", k);
 	return o;
 }
@@ -407,13 +407,13 @@ static int parse_cgroup(struct json_object *o, struct rec_cgroup *g, const char 
 	if (!json_object_object_get_ex(o, "knobs", &k) || !json_object_is_type(k, json_type_object))
 		return -EINVAL;
 	for (int i = 0; i < KNOB_MAX; i++) {
-		*why = knob_kind_name(i);
+		*why = action_knob_name(i);
 		/* Recordings made before Slice= have no sched.slice: unavailable. */
-		if (i == KNOB_SCHED_SLICE && !json_object_object_get_ex(k, knob_kind_name(i), NULL)) {
+		if (i == KNOB_SCHED_SLICE && !json_object_object_get_ex(k, action_knob_name(i), NULL)) {
 			g->knob[i] = NAN;
 			continue;
 		}
-		if (get_exact(k, knob_kind_name(i), &g->knob[i]))
+		if (get_exact(k, action_knob_name(i), &g->knob[i]))
 			return -EINVAL;
 	}
 	return 0;

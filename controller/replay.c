@@ -107,7 +107,8 @@ static void print_decision(struct replay *rp, const struct rec_tick *t, const st
 		json_object_object_add(j, "cgroup", json_object_new_string(s->cg ? s->cg : ""));
 		if (s->sv.p->unit)
 			json_object_object_add(j, "unit", json_object_new_string(s->sv.p->unit));
-		json_object_object_add(j, "knob", json_object_new_string(knob_kind_name(a->knob)));
+		json_object_object_add(j, "knob",
+				       json_object_new_string(action_knob_name(a->knob)));
 		json_value(j, "old", a->old_value);
 		json_value(j, "new", a->new_value);
 		json_object_object_add(j, "reason", json_object_new_string(a->reason));
@@ -115,9 +116,9 @@ static void print_decision(struct replay *rp, const struct rec_tick *t, const st
 		json_object_put(j);
 		return;
 	}
-	knob_format_value(o, sizeof(o), a->knob, a->old_value, 0);
-	knob_format_value(n, sizeof(n), a->knob, a->new_value, 0);
-	printf("+%.3fs %s %s: %s -> %s (%s)\n", rel, s->sv.p->name, knob_kind_name(a->knob), o, n,
+	action_format_value(o, sizeof(o), a->knob, a->old_value, 0);
+	action_format_value(n, sizeof(n), a->knob, a->new_value, 0);
+	printf("+%.3fs %s %s: %s -> %s (%s)\n", rel, s->sv.p->name, action_knob_name(a->knob), o, n,
 	       a->reason);
 }
 
@@ -238,7 +239,7 @@ static void summary(struct replay *rp, const char *error)
 			}
 			for (int k = 0; k < KNOB_MAX; k++)
 				if (s->changes[k])
-					json_object_object_add(ch, knob_kind_name(k),
+					json_object_object_add(ch, action_knob_name(k),
 							       json_object_new_uint64(s->changes[k]));
 			json_object_object_add(so, "changes", ch);
 			snprintf(buf, sizeof(buf), "%.3f", s->throttled * period);
@@ -273,7 +274,7 @@ static void summary(struct replay *rp, const char *error)
 		for (int k = 0; k < KNOB_MAX; k++) {
 			if (!s->changes[k])
 				continue;
-			printf("%s %s %llu", any ? "," : "", knob_kind_name(k),
+			printf("%s %s %llu", any ? "," : "", action_knob_name(k),
 			       (unsigned long long)s->changes[k]);
 			any = true;
 		}

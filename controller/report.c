@@ -120,7 +120,7 @@ void report_action(struct report *r, struct report_service *s, const struct acti
 	memset(l, 0, sizeof(*l));
 	l->ts = ts.tv_sec + ts.tv_nsec / 1e9;
 	snprintf(l->service, sizeof(l->service), "%s", s->name);
-	snprintf(l->knob, sizeof(l->knob), "%s", knob_kind_name(a->knob));
+	snprintf(l->knob, sizeof(l->knob), "%s", action_knob_name(a->knob));
 	l->old_value = a->old_value;
 	l->new_value = a->new_value;
 	snprintf(l->reason, sizeof(l->reason), "%s", a->reason);

@@ -72,7 +72,7 @@ static bool same_value(double a, double b)
 	return fabs(a - b) <= 1e-6 * fmax(1, fabs(b));
 }
 
-int service_knob(struct service *s, struct engine *e, enum knob_kind k, double v, bool dry_run,
+int service_knob(struct service *s, struct engine *e, enum action_knob k, double v, bool dry_run,
 		 double *in)
 {
 	*in = NAN;
@@ -87,7 +87,7 @@ int service_knob(struct service *s, struct engine *e, enum knob_kind k, double v
 	return 0;
 }
 
-void service_wrote(struct service *s, enum knob_kind k, double v)
+void service_wrote(struct service *s, enum action_knob k, double v)
 {
 	s->written[k] = v;
 	s->wrote[k] = true;

@@ -59,10 +59,10 @@ void service_input_init(struct engine_input *in);
  * dry-run the engine sees what it would have written. 1 when found
  * overridden now (the caller says so and forgets its record), else 0.
  */
-int service_knob(struct service *s, struct engine *e, enum knob_kind k, double v, bool dry_run,
+int service_knob(struct service *s, struct engine *e, enum action_knob k, double v, bool dry_run,
 		 double *in);
 /* We wrote v to knob k (or, in dry-run, would have). */
-void service_wrote(struct service *s, enum knob_kind k, double v);
+void service_wrote(struct service *s, enum action_knob k, double v);
 /* Every knob was put back: nothing is ours any more. */
 void service_restored(struct service *s);
 

@@ -87,7 +87,7 @@ static struct json_object *knobs_json(const struct report_service *s, bool dry_r
 		o = json_object_new_object();
 		if (!o)
 			break;
-		json_object_object_add(o, "knob", json_object_new_string(knob_kind_name(k)));
+		json_object_object_add(o, "knob", json_object_new_string(action_knob_name(k)));
 		json_object_object_add(o, "value", num(kn->value));
 		json_object_object_add(o, "original", num(kn->original));
 		json_object_object_add(o, "ours", json_object_new_boolean(kn->ours));
@@ -462,7 +462,7 @@ static void fmt_us(char *buf, size_t len, double us)
 /* A knob named as in status.json. */
 static void fmt_knob(char *buf, size_t len, const char *knob, double v)
 {
-	knob_format_value(buf, len, knob_kind_from_name(knob), v, 0);
+	action_format_value(buf, len, action_knob_from_name(knob), v, 0);
 }
 
 static void fmt_age(char *buf, size_t len, double s)

@@ -33,19 +33,19 @@ static const char *const props[KNOB_MAX] = {
 	[KNOB_IO_WEIGHT] = "IOWeight",
 };
 
-const char *unit_property(enum knob_kind kind)
+const char *unit_property(enum action_knob kind)
 {
 	return kind >= 0 && kind < KNOB_MAX ? props[kind] : NULL;
 }
 
-double unit_raw_to_value(enum knob_kind kind, uint64_t raw)
+double unit_raw_to_value(enum action_knob kind, uint64_t raw)
 {
 	if (kind == KNOB_CPU_QUOTA)
 		return raw == UINT64_MAX ? INFINITY : raw / 1e6;
 	return raw == UINT64_MAX ? WEIGHT_DEFAULT : (double)raw;
 }
 
-uint64_t unit_value_to_raw(enum knob_kind kind, double value)
+uint64_t unit_value_to_raw(enum action_knob kind, double value)
 {
 	if (!isfinite(value))
 		return UINT64_MAX;
@@ -283,7 +283,7 @@ int unit_get(struct unit_bus *b, const char *unit, struct unit_props *out)
 	return r < 0 ? r : 0;
 }
 
-int unit_set(struct unit_bus *b, const char *unit, enum knob_kind kind, uint64_t raw)
+int unit_set(struct unit_bus *b, const char *unit, enum action_knob kind, uint64_t raw)
 {
 	sd_bus_error err = SD_BUS_ERROR_NULL;
 	const char *prop = unit_property(kind);

@@ -52,7 +52,7 @@ int unit_get(struct unit_bus *b, const char *unit, struct unit_props *out);
  * -EOPNOTSUPP for the frequency (not a unit property), -ENOENT when no
  * such unit, -errno.
  */
-int unit_set(struct unit_bus *b, const char *unit, enum knob_kind kind, uint64_t raw);
+int unit_set(struct unit_bus *b, const char *unit, enum action_knob kind, uint64_t raw);
 
 /*
  * The daemon's connection to systemd for Unit= policies: opened again,
@@ -80,13 +80,13 @@ int unit_link_get(struct unit_link *l, const char *unit, struct unit_props *out)
 void unit_link_close(struct unit_link *l);
 
 /* The property behind a knob ("CPUWeight"), NULL for the frequency. */
-const char *unit_property(enum knob_kind kind);
+const char *unit_property(enum action_knob kind);
 /*
  * Raw property <-> canonical value (policy.h units): quota µs per second
  * <-> fraction of a CPU (UINT64_MAX <-> INFINITY); weights as is, where
  * not set means systemd's default, 100.
  */
-double unit_raw_to_value(enum knob_kind kind, uint64_t raw);
-uint64_t unit_value_to_raw(enum knob_kind kind, double value);
+double unit_raw_to_value(enum action_knob kind, uint64_t raw);
+uint64_t unit_value_to_raw(enum action_knob kind, double value);
 
 #endif

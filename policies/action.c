@@ -5,7 +5,7 @@
 #include "policies/action.h"
 #include "policies/value.h"
 
-const char *knob_kind_name(enum knob_kind k)
+const char *action_knob_name(enum action_knob k)
 {
 	static const char *const names[KNOB_MAX] = {
 		[KNOB_CPU_QUOTA] = "cpu.max",
@@ -18,15 +18,15 @@ const char *knob_kind_name(enum knob_kind k)
 	return (int)k >= 0 && k < KNOB_MAX ? names[k] : "unknown";
 }
 
-enum knob_kind knob_kind_from_name(const char *name)
+enum action_knob action_knob_from_name(const char *name)
 {
 	for (int k = 0; k < KNOB_MAX; k++)
-		if (!strcmp(name, knob_kind_name(k)))
+		if (!strcmp(name, action_knob_name(k)))
 			return k;
 	return KNOB_MAX;
 }
 
-void knob_format_value(char *buf, size_t len, enum knob_kind k, double v, int quota_digits)
+void action_format_value(char *buf, size_t len, enum action_knob k, double v, int quota_digits)
 {
 	if (isnan(v))
 		snprintf(buf, len, "?");

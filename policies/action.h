@@ -6,7 +6,7 @@
 #include <stdbool.h>
 
 /* Values in the canonical units of policies/policy.h. */
-enum knob_kind {
+enum action_knob {
 	KNOB_CPU_QUOTA,  /* fraction of one CPU; INFINITY = no limit */
 	KNOB_CPU_WEIGHT, /* 1..10000 */
 	KNOB_IO_WEIGHT,  /* 1..10000 */
@@ -17,15 +17,15 @@ enum knob_kind {
 
 struct action {
 	int service;          /* index in the policy set */
-	enum knob_kind knob;
+	enum action_knob knob;
 	double old_value, new_value;
 	char reason[256];     /* in words: which signal, which value, which rule */
 };
 
 /* "cpu.max", "cpu.weight", "io.weight", "cpufreq", "sched.slice" */
-const char *knob_kind_name(enum knob_kind k);
-/* The kind named name (as knob_kind_name() says it), or KNOB_MAX when none. */
-enum knob_kind knob_kind_from_name(const char *name);
+const char *action_knob_name(enum action_knob k);
+/* The kind named name (as action_knob_name() says it), or KNOB_MAX when none. */
+enum action_knob action_knob_from_name(const char *name);
 /*
  * A knob's value for people, as the log, the reasons and `status` show it:
  * "max", a quota in percent with quota_digits significant digits (0: whole
@@ -33,6 +33,6 @@ enum knob_kind knob_kind_from_name(const char *name);
  * for 0: the threads' own); "?" for NaN (unknown). A kind of
  * KNOB_MAX (unknown) prints the number.
  */
-void knob_format_value(char *buf, size_t len, enum knob_kind k, double v, int quota_digits);
+void action_format_value(char *buf, size_t len, enum action_knob k, double v, int quota_digits);
 
 #endif

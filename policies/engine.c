@@ -215,7 +215,7 @@ void engine_free(struct engine *e)
 	free(e);
 }
 
-void engine_knob_overridden(struct engine *e, int service, enum knob_kind k)
+void engine_knob_overridden(struct engine *e, int service, enum action_knob k)
 {
 	if (!e || service < 0 || (size_t)service >= e->set->n || k >= KNOB_MAX)
 		return;
@@ -257,12 +257,12 @@ static void fmt_ns(char *buf, size_t len, double ns)
 }
 
 /* Reasons show quotas to four significant digits: small cuts stay visible. */
-static void fmt_value(char *buf, size_t len, enum knob_kind k, double v)
+static void fmt_value(char *buf, size_t len, enum action_knob k, double v)
 {
-	knob_format_value(buf, len, k, v, 4);
+	action_format_value(buf, len, k, v, 4);
 }
 
-static const struct policy_range *range_of(const struct policy *p, enum knob_kind k)
+static const struct policy_range *range_of(const struct policy *p, enum action_knob k)
 {
 	switch (k) {
 	case KNOB_CPU_QUOTA:
@@ -281,7 +281,7 @@ static const struct policy_range *range_of(const struct policy *p, enum knob_kin
 }
 
 /* Smallest step worth writing: one unit of the knob's file. */
-static double knob_unit(enum knob_kind k)
+static double knob_unit(enum action_knob k)
 {
 	return k == KNOB_CPU_QUOTA ? 0.001 : 1;
 }
@@ -290,7 +290,7 @@ static double knob_unit(enum knob_kind k)
  * Round v to the knob's unit, towards from: rounding never makes a step
  * larger than the rule allows (a cut never more than halves).
  */
-static double round_toward(enum knob_kind k, double v, double from)
+static double round_toward(enum action_knob k, double v, double from)
 {
 	double u = knob_unit(k);
 
@@ -305,7 +305,7 @@ static double clamp_range(const struct policy_range *r, double v)
 }
 
 /* Is the knob ours to move this tick? */
-static bool movable(const struct engine *e, size_t i, enum knob_kind k)
+static bool movable(const struct engine *e, size_t i, enum action_knob k)
 {
 	const struct policy_range *r = range_of(&e->set->v[i], k);
 	const struct knob_mem *m;
@@ -348,7 +348,7 @@ unsigned engine_window_ticks(const struct policy *p, uint64_t period_ns)
  * when with_diag, and the rule. Nothing is remembered when acts is full.
  */
 static void __attribute__((format(printf, 8, 9)))
-change(struct tick *t, size_t svc, enum knob_kind k, double new, enum dir d,
+change(struct tick *t, size_t svc, enum action_knob k, double new, enum dir d,
        size_t driver, bool with_diag, const char *fmt, ...)
 {
 	struct service_mem *ds = &t->e->s[driver];
@@ -378,7 +378,7 @@ change(struct tick *t, size_t svc, enum knob_kind k, double new, enum dir d,
 		append(a->reason, sizeof(a->reason), "%s; ", ds->diag);
 	append(a->reason, sizeof(a->reason), "%s %s %s %s -> %s (",
 	       d == DIR_PROTECT ? (own ? "raise" : "cut") : (own ? "lower" : "give back"),
-	       t->e->set->v[svc].name, knob_kind_name(k), o, n);
+	       t->e->set->v[svc].name, action_knob_name(k), o, n);
 	used = strlen(a->reason);
 	va_start(ap, fmt);
 	vsnprintf(a->reason + used, sizeof(a->reason) - used, fmt, ap);
@@ -569,11 +569,11 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 }
 
 /* The knobs Weights=floor holds: the work-conserving ones. */
-static const enum knob_kind floor_knobs[] = { KNOB_CPU_WEIGHT, KNOB_IO_WEIGHT };
+static const enum action_knob floor_knobs[] = { KNOB_CPU_WEIGHT, KNOB_IO_WEIGHT };
 #define N_FLOOR_KNOBS (sizeof(floor_knobs) / sizeof(*floor_knobs))
 
 /* Is k one of a Weights=floor service's weights, held while LC services serve? */
-static bool held(const struct engine *e, size_t b, enum knob_kind k)
+static bool held(const struct engine *e, size_t b, enum action_knob k)
 {
 	if (!e->set->v[b].weights_floor)
 		return false;
@@ -595,7 +595,7 @@ static bool held(const struct engine *e, size_t b, enum knob_kind k)
 static void hold_floor(struct tick *t, size_t b, size_t driver)
 {
 	for (size_t j = 0; j < N_FLOOR_KNOBS; j++) {
-		enum knob_kind k = floor_knobs[j];
+		enum action_knob k = floor_knobs[j];
 		const struct policy_range *r = range_of(&t->e->set->v[b], k);
 		struct knob_mem *m = &t->e->s[b].k[k];
 
@@ -613,7 +613,7 @@ static void hold_floor(struct tick *t, size_t b, size_t driver)
 static void release_floor(struct tick *t, size_t b)
 {
 	for (size_t j = 0; j < N_FLOOR_KNOBS; j++) {
-		enum knob_kind k = floor_knobs[j];
+		enum action_knob k = floor_knobs[j];
 		struct knob_mem *m = &t->e->s[b].k[k];
 
 		if (!movable(t->e, b, k) || !m->touched || !(m->now < m->home) ||
@@ -641,7 +641,7 @@ static bool lc_idle(const struct engine *e, uint64_t now)
 }
 
 /* Halve a BE knob towards its floor; the first cut of "max" halves the use. */
-static void cut(struct tick *t, size_t b, enum knob_kind k, size_t driver, const char *why)
+static void cut(struct tick *t, size_t b, enum action_knob k, size_t driver, const char *why)
 {
 	const struct policy_range *r = range_of(&t->e->set->v[b], k);
 	struct knob_mem *m = &t->e->s[b].k[k];
@@ -767,7 +767,7 @@ static void cut_neighbour(struct tick *t, size_t b)
 }
 
 /* Step a BE knob we cut back up towards its home; true if it moved. */
-static bool give_back(struct tick *t, size_t b, enum knob_kind k, size_t driver, uint64_t window)
+static bool give_back(struct tick *t, size_t b, enum action_knob k, size_t driver, uint64_t window)
 {
 	const struct policy_range *r = range_of(&t->e->set->v[b], k);
 	struct knob_mem *m = &t->e->s[b].k[k];
@@ -842,7 +842,7 @@ static int all_slack(const struct engine *e, uint64_t *window)
  * Give to an LC service: frequency straight to its ceiling (latency first,
  * only energy is spent), weights and quota at most doubled.
  */
-static void raise_own(struct tick *t, size_t i, enum knob_kind k, const char *rule)
+static void raise_own(struct tick *t, size_t i, enum action_knob k, const char *rule)
 {
 	const struct policy_range *r = range_of(&t->e->set->v[i], k);
 	struct knob_mem *m = &t->e->s[i].k[k];
@@ -863,7 +863,7 @@ static void raise_own(struct tick *t, size_t i, enum knob_kind k, const char *ru
  * Relax an LC service: frequency down towards its floor (energy); a knob
  * we raised back towards its home, never below it.
  */
-static void lower_own(struct tick *t, size_t i, enum knob_kind k)
+static void lower_own(struct tick *t, size_t i, enum action_knob k)
 {
 	const struct policy_range *r = range_of(&t->e->set->v[i], k);
 	struct knob_mem *m = &t->e->s[i].k[k];

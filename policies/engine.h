@@ -88,7 +88,7 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 void engine_service_reset(struct engine *e, int service);
 
 /* The controller saw a knob differ from what it last wrote: hands off it. */
-void engine_knob_overridden(struct engine *e, int service, enum knob_kind k);
+void engine_knob_overridden(struct engine *e, int service, enum action_knob k);
 
 /* Slack of a latency-critical service in its last window (1 - p/target), NAN if none. */
 double engine_slack(const struct engine *e, int service);

@@ -25,9 +25,9 @@ static void usage(void)
 		"restores everything and exits 0; SIGKILL leaves the state file behind.\n");
 }
 
-static int kind_of(const char *s, enum knob_kind *k)
+static int kind_of(const char *s, enum action_knob *k)
 {
-	*k = knob_kind_from_name(s);
+	*k = action_knob_from_name(s);
 	return *k == KNOB_MAX ? -EINVAL : 0;
 }
 
@@ -65,7 +65,7 @@ static int hold(int argc, char **argv)
 		return fprintf(stderr, "open %s%s: %s\n", argv[1], argv[2], strerror(-r)), 1;
 	for (int i = 3; i < argc; i++) {
 		char *eq = strchr(argv[i], '=');
-		enum knob_kind kind;
+		enum action_knob kind;
 		double cur;
 
 		if (!eq)
@@ -92,7 +92,7 @@ static int hold(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	enum knob_kind kind;
+	enum action_knob kind;
 	struct knobs *k;
 	const char *why;
 	double v;

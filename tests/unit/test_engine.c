@@ -25,7 +25,7 @@
  * policies/action.c holds the real one; this weak copy only lets the test
  * link on a tree that lacks it.
  */
-__attribute__((weak)) const char *knob_kind_name(enum knob_kind k)
+__attribute__((weak)) const char *action_knob_name(enum action_knob k)
 {
 	static const char *const names[] = { "cpu.max", "cpu.weight", "io.weight", "cpufreq", "sched.slice" };
 
@@ -156,7 +156,7 @@ static int window(struct fx *f, double lat_ms, uint64_t requests, const struct d
 	return run_tick(f);
 }
 
-static const struct action *find(const struct fx *f, int svc, enum knob_kind k)
+static const struct action *find(const struct fx *f, int svc, enum action_knob k)
 {
 	for (int i = 0; i < f->n; i++)
 		if (f->acts[i].service == svc && f->acts[i].knob == k)
@@ -341,7 +341,7 @@ static int reversals(struct fx *f, int ticks, double (*lat_ms)(int), int *change
 		window(f, lat_ms(i), 1000, NULL);
 		for (int a = 0; a < f->n; a++) {
 			int dir = f->acts[a].new_value > f->acts[a].old_value ? 1 : -1;
-			enum knob_kind k = f->acts[a].knob;
+			enum action_knob k = f->acts[a].knob;
 
 			rev += last[k] && last[k] != dir;
 			last[k] = dir;
@@ -889,7 +889,7 @@ static double rng_unit(void)
 	return (rng_next() >> 11) * (1.0 / 9007199254740992.0);
 }
 
-static const struct policy_range *prange(const struct policy *p, enum knob_kind k)
+static const struct policy_range *prange(const struct policy *p, enum action_knob k)
 {
 	return k == KNOB_CPU_QUOTA ? &p->cpu_quota : k == KNOB_CPU_WEIGHT ? &p->cpu_weight
 		     : k == KNOB_IO_WEIGHT ? &p->io_weight : &p->cpu_freq_khz;

@@ -171,7 +171,7 @@ static struct knobs *open_ok(const struct tree *t, const char *rel)
 	return k;
 }
 
-static double rd(struct knobs *k, enum knob_kind kind)
+static double rd(struct knobs *k, enum action_knob kind)
 {
 	double v = NAN;
 
