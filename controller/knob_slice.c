@@ -5,7 +5,8 @@
  * kernel clamps it to 0.1 ms .. 100 ms), 0 puts back the default, and
  * sched_getattr() returns the slice in sched_runtime. SCHED_FLAG_KEEP_PARAMS
  * would skip the slice, so the thread's own policy and nice are passed
- * back as they are. Older kernels ignore the field: slice_probe() finds out.
+ * back as they are. Older kernels ignore the field: knob_slice_probe()
+ * finds out.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -38,7 +39,7 @@ struct tw_sched_attr {
 	uint32_t sched_util_max;
 };
 
-int slice_get(pid_t tid, struct slice_attr *a)
+int knob_slice_get(pid_t tid, struct knob_slice_attr *a)
 {
 	struct tw_sched_attr at;
 
@@ -52,18 +53,18 @@ int slice_get(pid_t tid, struct slice_attr *a)
 	return 0;
 }
 
-bool slice_fair(const struct slice_attr *a)
+bool knob_slice_fair(const struct knob_slice_attr *a)
 {
 	return a->policy == SCHED_OTHER || a->policy == SCHED_BATCH;
 }
 
-int slice_set(pid_t tid, const struct slice_attr *cur, uint64_t ns)
+int knob_slice_set(pid_t tid, const struct knob_slice_attr *cur, uint64_t ns)
 {
 	struct tw_sched_attr at;
-	struct slice_attr now;
+	struct knob_slice_attr now;
 	int r;
 
-	if (!slice_fair(cur))
+	if (!knob_slice_fair(cur))
 		return -EINVAL;
 	memset(&at, 0, sizeof(at));
 	at.size = sizeof(at);
@@ -73,7 +74,7 @@ int slice_set(pid_t tid, const struct slice_attr *cur, uint64_t ns)
 	at.sched_runtime = ns;
 	if (syscall(SYS_sched_setattr, tid, &at, 0) < 0)
 		return -errno;
-	r = slice_get(tid, &now);
+	r = knob_slice_get(tid, &now);
 	if (r)
 		return r;
 	log_debug("thread %d: slice %llu -> %llu ns (read back %llu)", (int)tid,
@@ -82,36 +83,36 @@ int slice_set(pid_t tid, const struct slice_attr *cur, uint64_t ns)
 	return !ns || now.runtime == ns ? 0 : -EIO;
 }
 
-int slice_probe(uint64_t *default_ns, const char **why)
+int knob_slice_probe(uint64_t *default_ns, const char **why)
 {
 	pid_t self = gettid();
-	struct slice_attr a, b;
+	struct knob_slice_attr a, b;
 	int r;
 
 	*why = NULL;
-	r = slice_get(self, &a);
+	r = knob_slice_get(self, &a);
 	if (r) {
 		*why = r == -ENOSYS ? "no sched_getattr() in this kernel" : "sched_getattr() failed";
 		return r;
 	}
-	if (!slice_fair(&a)) {
+	if (!knob_slice_fair(&a)) {
 		*why = "the daemon does not run under SCHED_OTHER or SCHED_BATCH: cannot probe";
 		return -EOPNOTSUPP;
 	}
-	r = slice_set(self, &a, 500000);
+	r = knob_slice_set(self, &a, 500000);
 	if (r == -EPERM) {
 		*why = "sched_setattr() is not allowed (CAP_SYS_NICE, or a system call filter)";
 		return r;
 	}
 	if (r) {
 		/* The field was ignored, or refused: put back what it had. */
-		slice_set(self, &a, 0);
+		knob_slice_set(self, &a, 0);
 		*why = "custom EEVDF slices need Linux 6.12 or later";
 		return -EOPNOTSUPP;
 	}
-	r = slice_set(self, &a, 0);
+	r = knob_slice_set(self, &a, 0);
 	if (!r)
-		r = slice_get(self, &b);
+		r = knob_slice_get(self, &b);
 	if (r || !b.runtime) {
 		*why = "custom EEVDF slices need Linux 6.12 or later";
 		return -EOPNOTSUPP;
@@ -120,7 +121,7 @@ int slice_probe(uint64_t *default_ns, const char **why)
 	return 0;
 }
 
-int slice_thread_start(pid_t tid, uint64_t *start)
+int knob_slice_thread_start(pid_t tid, uint64_t *start)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long v;
@@ -159,7 +160,7 @@ static int read_tids(const char *file, pid_t *tids, size_t max, size_t *n, bool 
 	if (!f)
 		return errno == ENODEV ? -ENOENT : -errno;
 	while (fscanf(f, "%ld", &v) == 1) {
-		if (v <= 0 || v > SLICE_TID_MAX)
+		if (v <= 0 || v > KNOB_SLICE_TID_MAX)
 			continue;
 		if (*n >= max) {
 			*capped = true;
@@ -171,8 +172,8 @@ static int read_tids(const char *file, pid_t *tids, size_t max, size_t *n, bool 
 	return 0;
 }
 
-int slice_threads(const char *cgroup_base, const char *root, const char *rel, pid_t *tids,
-		  size_t max, size_t *n, bool *capped, char *file, size_t filelen)
+int knob_slice_threads(const char *cgroup_base, const char *root, const char *rel, pid_t *tids,
+		       size_t max, size_t *n, bool *capped, char *file, size_t filelen)
 {
 	char path[2 * 4096];
 	int r;

@@ -15,14 +15,14 @@
 #include <sys/types.h>
 
 /* The kernel's bounds of a custom slice (it clamps into them). */
-#define SLICE_MIN_NS 100000ULL
-#define SLICE_MAX_NS 100000000ULL
+#define KNOB_SLICE_MIN_NS 100000ULL
+#define KNOB_SLICE_MAX_NS 100000000ULL
 /* Threads handled per service and tick; more are left as they are. */
-#define SLICE_MAX_THREADS 4096
+#define KNOB_SLICE_MAX_THREADS 4096
 /* Linux's PID_MAX_LIMIT: no tid is larger. */
-#define SLICE_TID_MAX 4194304
+#define KNOB_SLICE_TID_MAX 4194304
 
-struct slice_attr {
+struct knob_slice_attr {
 	uint32_t policy;  /* SCHED_OTHER, SCHED_BATCH, ... */
 	uint64_t flags;   /* only SCHED_FLAG_RESET_ON_FORK is kept */
 	int32_t nice;
@@ -30,31 +30,31 @@ struct slice_attr {
 };
 
 /* The thread's policy, nice and slice. 0, -ESRCH (gone) or -errno. */
-int slice_get(pid_t tid, struct slice_attr *a);
+int knob_slice_get(pid_t tid, struct knob_slice_attr *a);
 /* SCHED_OTHER or SCHED_BATCH: a thread whose slice we may set. */
-bool slice_fair(const struct slice_attr *a);
+bool knob_slice_fair(const struct knob_slice_attr *a);
 /*
  * Set the slice of a fair thread (0: the kernel's default), keeping the
  * policy and nice cur says it has, then read it back: -EIO when the
  * kernel kept another (a kernel without custom slices), -ESRCH (gone),
  * -EPERM, -errno.
  */
-int slice_set(pid_t tid, const struct slice_attr *cur, uint64_t ns);
+int knob_slice_set(pid_t tid, const struct knob_slice_attr *cur, uint64_t ns);
 /*
  * Can this kernel give a thread a custom slice? Tried on the calling
  * thread (500 us, read back, then its default again). 0 with *default_ns
  * the kernel's default slice; -EOPNOTSUPP or -errno with *why in words.
  */
-int slice_probe(uint64_t *default_ns, const char **why);
+int knob_slice_probe(uint64_t *default_ns, const char **why);
 /* The start time of a thread, field 22 of /proc/TID/stat. 0, -ESRCH (gone), -EBADMSG. */
-int slice_thread_start(pid_t tid, uint64_t *start);
+int knob_slice_thread_start(pid_t tid, uint64_t *start);
 /*
  * The threads of cgroup rel: ROOT/REL/cgroup.threads in the cgroup2
  * hierarchy the daemon follows, else BASE/cpu/REL/tasks (cgroup v1). At
  * most max into tids; *capped when there were more. *file (may be NULL)
  * the file read. 0, -ENOENT (no such cgroup) or -errno.
  */
-int slice_threads(const char *cgroup_base, const char *root, const char *rel, pid_t *tids,
-		  size_t max, size_t *n, bool *capped, char *file, size_t filelen);
+int knob_slice_threads(const char *cgroup_base, const char *root, const char *rel, pid_t *tids,
+		       size_t max, size_t *n, bool *capped, char *file, size_t filelen);
 
 #endif

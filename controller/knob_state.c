@@ -157,10 +157,12 @@ static bool slice_entry_ok(struct json_object *t)
 	struct json_object *v;
 	size_t keys = 4;
 
-	if (!json_object_is_type(t, json_type_object) || !int_in(t, "tid", 1, SLICE_TID_MAX) ||
-	    !int_in(t, "start", 0, INT64_MAX) || !int_in(t, "written_ns", SLICE_MIN_NS, SLICE_MAX_NS))
+	if (!json_object_is_type(t, json_type_object) || !int_in(t, "tid", 1, KNOB_SLICE_TID_MAX) ||
+	    !int_in(t, "start", 0, INT64_MAX) ||
+	    !int_in(t, "written_ns", KNOB_SLICE_MIN_NS, KNOB_SLICE_MAX_NS))
 		return false;
-	if (!int_in(t, "slice_ns", 0, 0) && !int_in(t, "slice_ns", SLICE_MIN_NS, SLICE_MAX_NS))
+	if (!int_in(t, "slice_ns", 0, 0) &&
+	    !int_in(t, "slice_ns", KNOB_SLICE_MIN_NS, KNOB_SLICE_MAX_NS))
 		return false;
 	if (json_object_object_get_ex(t, "left_alone", &v)) {
 		if (!json_object_is_type(v, json_type_boolean))
@@ -834,27 +836,27 @@ static int slice_restore(struct json_object *e, knob_report_fn fn, void *userdat
 		struct json_object *t = json_object_array_get_idx(list, i), *v;
 		pid_t tid = (pid_t)i64(t, "tid");
 		int64_t orig = i64(t, "slice_ns"), wrote = i64(t, "written_ns");
-		struct slice_attr at;
+		struct knob_slice_attr at;
 		uint64_t start;
 		int r;
 
 		line[0] = '\0';
 		if (json_object_object_get_ex(t, "left_alone", &v) && json_object_get_boolean(v))
 			continue;
-		r = slice_thread_start(tid, &start);
+		r = knob_slice_thread_start(tid, &start);
 		if (r == -ESRCH)
 			continue; /* gone: nothing to undo */
 		if (!r && (int64_t)start != i64(t, "start")) {
 			snprintf(line, sizeof(line), "thread %d: another thread now (start time %llu, recorded %lld), left alone",
 				 (int)tid, (unsigned long long)start, (long long)i64(t, "start"));
-		} else if (!r && !(r = slice_get(tid, &at)) && !slice_fair(&at)) {
+		} else if (!r && !(r = knob_slice_get(tid, &at)) && !knob_slice_fair(&at)) {
 			snprintf(line, sizeof(line), "thread %d: no longer SCHED_OTHER or SCHED_BATCH, left alone", (int)tid);
 		} else if (!r && (int64_t)at.runtime != wrote) {
 			fmt_slice(a, sizeof(a), (int64_t)at.runtime);
 			fmt_slice(b, sizeof(b), wrote);
 			snprintf(line, sizeof(line), "thread %d: slice %s, we set %s: left alone", (int)tid, a, b);
 		} else if (!r) {
-			r = slice_set(tid, &at, (uint64_t)orig);
+			r = knob_slice_set(tid, &at, (uint64_t)orig);
 			fmt_slice(a, sizeof(a), wrote);
 			fmt_slice(b, sizeof(b), orig);
 			if (!r)
@@ -1374,7 +1376,7 @@ static struct json_object *slice_find_tid(struct json_object *list, pid_t tid, s
 /* A new thread to give the slice: its original recorded, not yet on disk. */
 struct slice_new {
 	pid_t tid;
-	struct slice_attr at;
+	struct knob_slice_attr at;
 };
 
 int knob_state_slice(struct knob_state *s, const char *cgroup_base, const char *rel,
@@ -1388,7 +1390,7 @@ int knob_state_slice(struct knob_state *s, const char *cgroup_base, const char *
 	int i, r, first = 0;
 
 	memset(tally, 0, sizeof(*tally));
-	if (ns < SLICE_MIN_NS || ns > SLICE_MAX_NS)
+	if (ns < KNOB_SLICE_MIN_NS || ns > KNOB_SLICE_MAX_NS)
 		return -ERANGE;
 	todo = calloc(n ? n : 1, sizeof(*todo));
 	if (!todo)
@@ -1402,11 +1404,11 @@ int knob_state_slice(struct knob_state *s, const char *cgroup_base, const char *
 	list = slice_threads_of(e);
 	for (size_t k = 0; k < n; k++) {
 		struct json_object *t, *o;
-		struct slice_attr at;
+		struct knob_slice_attr at;
 		uint64_t start;
 		size_t idx;
 
-		if (slice_thread_start(tids[k], &start) || slice_get(tids[k], &at)) {
+		if (knob_slice_thread_start(tids[k], &start) || knob_slice_get(tids[k], &at)) {
 			tally->gone++;
 			continue;
 		}
@@ -1420,7 +1422,8 @@ int knob_state_slice(struct knob_state *s, const char *cgroup_base, const char *
 		if (t) {
 			if (json_object_object_get_ex(t, "left_alone", &o) && json_object_get_boolean(o)) {
 				tally->left_alone++;
-			} else if (slice_fair(&at) && at.runtime == (uint64_t)i64(t, "written_ns")) {
+			} else if (knob_slice_fair(&at) &&
+				   at.runtime == (uint64_t)i64(t, "written_ns")) {
 				tally->kept++;
 			} else {
 				/* Someone else's now: never touched again, nor restored. */
@@ -1431,7 +1434,7 @@ int knob_state_slice(struct knob_state *s, const char *cgroup_base, const char *
 			}
 			continue;
 		}
-		if (!slice_fair(&at)) {
+		if (!knob_slice_fair(&at)) {
 			tally->not_fair++;
 			continue;
 		}
@@ -1464,7 +1467,7 @@ int knob_state_slice(struct knob_state *s, const char *cgroup_base, const char *
 	for (size_t k = 0; k < ntodo; k++) {
 		size_t idx;
 
-		r = slice_set(todo[k].tid, &todo[k].at, ns);
+		r = knob_slice_set(todo[k].tid, &todo[k].at, ns);
 		if (!r) {
 			tally->set++;
 			continue;

@@ -334,7 +334,7 @@ static void slice_check(struct manager *m)
 		want |= m->set->v[i].slice_ns.set;
 	if (!want || m->slice_ok)
 		return;
-	r = slice_probe(&m->slice_default_ns, &why);
+	r = knob_slice_probe(&m->slice_default_ns, &why);
 	m->slice_ok = r ? -1 : 1;
 	if (r)
 		log_error("Slice= cannot act: %s; policies run without it", why);
@@ -352,15 +352,15 @@ static int slice_apply(struct manager *m, struct service_rt *s, uint64_t ns)
 	size_t n;
 	int r;
 
-	if (!m->tids && !(m->tids = calloc(SLICE_MAX_THREADS, sizeof(*m->tids))))
+	if (!m->tids && !(m->tids = calloc(KNOB_SLICE_MAX_THREADS, sizeof(*m->tids))))
 		return -ENOMEM;
-	r = slice_threads(m->cfg->cgroup_base, m->root, s->cg, m->tids, SLICE_MAX_THREADS, &n, &capped,
-			  file, sizeof(file));
+	r = knob_slice_threads(m->cfg->cgroup_base, m->root, s->cg, m->tids, KNOB_SLICE_MAX_THREADS,
+			       &n, &capped, file, sizeof(file));
 	if (r)
 		return r;
 	if (capped && !s->slice_capped)
 		log_warning("service %s: more than %d threads in %s; only the first %d get Slice=",
-			    s->sv.p->name, SLICE_MAX_THREADS, file, SLICE_MAX_THREADS);
+			    s->sv.p->name, KNOB_SLICE_MAX_THREADS, file, KNOB_SLICE_MAX_THREADS);
 	s->slice_capped |= capped;
 	r = knob_state_slice(m->state, m->cfg->cgroup_base, s->cg, m->tids, n, ns, m->slice_default_ns, &t);
 	if (t.changed)
