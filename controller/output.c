@@ -6,6 +6,7 @@
 #include <string.h>
 #include "common/log.h"
 #include "controller/output.h"
+#include "policies/value.h"
 
 /* A double serialised with a fixed number of decimals. */
 static struct json_object *num(double v, const char *fmt)
@@ -204,15 +205,10 @@ int output_json_line(FILE *f, struct json_object *obj)
 
 void output_fmt_duration(char *buf, size_t len, double ns)
 {
-	/* Switch units on the rounded value: 999.6us shows as 1.00ms. */
 	if (ns < 0)
 		snprintf(buf, len, "-");
-	else if (ns < 999.5e3)
-		snprintf(buf, len, "%.0fus", ns / 1e3);
-	else if (ns < 999.995e6)
-		snprintf(buf, len, "%.2fms", ns / 1e6);
 	else
-		snprintf(buf, len, "%.2fs", ns / 1e9);
+		value_format_ns(buf, len, ns, VALUE_NS_DECIMALS, 2);
 }
 
 void output_fmt_rate(char *buf, size_t len, double v)

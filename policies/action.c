@@ -39,7 +39,7 @@ void action_format_value(char *buf, size_t len, enum action_knob k, double v, in
 	else if (k == KNOB_SCHED_SLICE && v <= 0)
 		snprintf(buf, len, "default");
 	else if (k == KNOB_SCHED_SLICE)
-		value_format_ns(buf, len, v, 3);
+		value_format_ns(buf, len, v, VALUE_NS_SIGNIFICANT, 3);
 	else if (k == KNOB_CPU_FREQ)
 		snprintf(buf, len, "%.0fMHz", v / 1000);
 	else

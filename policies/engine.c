@@ -253,7 +253,7 @@ append(char *buf, size_t len, const char *fmt, ...)
 /* Reasons show durations to three significant digits. */
 static void fmt_ns(char *buf, size_t len, double ns)
 {
-	value_format_ns(buf, len, ns, 3);
+	value_format_ns(buf, len, ns, VALUE_NS_SIGNIFICANT, 3);
 }
 
 /* Reasons show quotas to four significant digits: small cuts stay visible. */

@@ -354,22 +354,57 @@ void value_format_number(double v, char *buf, size_t len)
 		snprintf(buf, len, "%.10g", v);
 }
 
-void value_format_ns(char *buf, size_t len, double ns, int digits)
-{
-	static const struct unit shown[] = { { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 } };
+/* The units a duration is shown in, largest first. */
+static const struct unit shown_ns[] = { { "s", 1e9 }, { "ms", 1e6 }, { "us", 1e3 } };
+#define SHOWN_NS (sizeof(shown_ns) / sizeof(*shown_ns))
 
-	for (size_t i = 0; i < sizeof(shown) / sizeof(*shown); i++) {
-		if (ns >= shown[i].scale) {
-			snprintf(buf, len, "%.*g%s", digits, ns / shown[i].scale, shown[i].name);
+static void format_ns_significant(char *buf, size_t len, double ns, int digits)
+{
+	for (size_t i = 0; i < SHOWN_NS; i++) {
+		if (ns >= shown_ns[i].scale) {
+			snprintf(buf, len, "%.*g%s", digits, ns / shown_ns[i].scale, shown_ns[i].name);
 			return;
 		}
 	}
 	snprintf(buf, len, "%.0fns", ns);
 }
 
+/*
+ * From the smallest unit up, a unit is kept while its value rounded to
+ * its decimals (none for us) stays below 1000: below 999.5e3 ns in us,
+ * below 999.995e6 ns in ms at 2 decimals. Both bounds are whole numbers
+ * of ns, so computing them loses nothing. NaN ends in s ("nans").
+ */
+static void format_ns_decimals(char *buf, size_t len, double ns, int decimals)
+{
+	double ten_to_decimals = 1;
+
+	for (int i = 0; i < decimals; i++)
+		ten_to_decimals *= 10;
+	for (size_t i = SHOWN_NS - 1; i > 0; i--) {
+		int d = i == SHOWN_NS - 1 ? 0 : decimals;
+		double below = shown_ns[i - 1].scale -
+			       0.5 * shown_ns[i].scale / (d ? ten_to_decimals : 1);
+
+		if (ns < below) {
+			snprintf(buf, len, "%.*f%s", d, ns / shown_ns[i].scale, shown_ns[i].name);
+			return;
+		}
+	}
+	snprintf(buf, len, "%.*f%s", decimals, ns / shown_ns[0].scale, shown_ns[0].name);
+}
+
+void value_format_ns(char *buf, size_t len, double ns, enum value_ns_style style, int digits)
+{
+	if (style == VALUE_NS_DECIMALS)
+		format_ns_decimals(buf, len, ns, digits);
+	else
+		format_ns_significant(buf, len, ns, digits);
+}
+
 void value_format_duration(uint64_t ns, char *buf, size_t len)
 {
-	value_format_ns(buf, len, ns, 10);
+	value_format_ns(buf, len, ns, VALUE_NS_SIGNIFICANT, 10);
 }
 
 void value_format_size(uint64_t bytes, char *buf, size_t len)

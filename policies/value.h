@@ -56,11 +56,23 @@ int value_parse_frequency_bound(const char *s, double *v, char *why);
 
 /* Shortest exact-ish spelling: "2ms", "1.5s", "250us"; "12.5%"; "1.2GHz"; INFINITY as "max". */
 void value_format_duration(uint64_t ns, char *buf, size_t len);
-/*
- * A duration in the largest unit of s, ms, us it reaches, to digits
- * significant digits ("1.23ms" at 3), or whole ns below 1us.
- */
-void value_format_ns(char *buf, size_t len, double ns, int digits);
+/* How value_format_ns() spells a duration. */
+enum value_ns_style {
+	/*
+	 * In the largest unit of s, ms, us it reaches, to digits significant
+	 * digits ("1.23ms" at 3), or whole ns below 1us: reasons and logs.
+	 */
+	VALUE_NS_SIGNIFICANT,
+	/*
+	 * Whole us, else ms or s to digits decimals ("312us", "1.27ms",
+	 * "2.10s" at 2), the unit chosen on the rounded value: 999.6us is
+	 * "1.00ms", never "1000us". For columns; never ns.
+	 */
+	VALUE_NS_DECIMALS,
+};
+
+/* A duration in ns, for people: the tree's one duration formatter. */
+void value_format_ns(char *buf, size_t len, double ns, enum value_ns_style style, int digits);
 /* Bytes in the largest of K, M, G, T that divides them exactly: "16M", "1536K", "1000". */
 void value_format_size(uint64_t bytes, char *buf, size_t len);
 void value_format_percent(double fraction, char *buf, size_t len);
