@@ -9,7 +9,7 @@
 #include "sensing/sensor.h"
 
 /*
- * One sample as the documented JSON object (see README "top --json").
+ * One sample as the documented JSON object (see docs/commands.md, "--json").
  * path may be NULL (cgroup removed before it could be named). NULL on ENOMEM.
  */
 struct json_object *output_sample_json(const struct qos_sample *s, const char *path,

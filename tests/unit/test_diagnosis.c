@@ -376,7 +376,7 @@ static void test_load(void **state)
 	 * gave 23x the run-queue time per request. Each request still costs
 	 * the CPU it did, so the cause is still the load. (A hog that starts
 	 * in the same window as a load increase is not told apart from this:
-	 * a known limit, see the README.)
+	 * a known limit, see docs/design.md, "The diagnosis".)
 	 */
 	s = steady(&base, 10);
 	w.runq_p99_us = base.runq_p99_us * 20;
