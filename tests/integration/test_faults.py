@@ -163,6 +163,12 @@ def test_be_removed():
     """A best-effort cgroup removed while controlled: said once, the rest still controlled and restored."""
     with tw.Session(("unified", "cpu", "cpuacct"), tag="berm") as sess:
         rig, _, bursts = busy_rig(sess, "berm")
+        # scan must be a cause to be cut: a service idle through the window
+        # is not (the engine's "not the cause" rule), so it gets light CPU
+        # work of its own beside the bursting hog.
+        sess.spawn(["stress-ng", "--cpu", "1", "--cpu-load", "20", "--timeout", "600", "-q"],
+                   cgroup=rig.scan, cpu=colo.SERVER_CPU, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
         try:
             rig.write_config(tag="berm")
             orig = rig.knob_files()
