@@ -542,6 +542,25 @@ static int find(const struct knob_state *s, const char *base, const char *rel,
 	return -1;
 }
 
+/*
+ * Add the record e (taken over, freed on failure) and save: recorded on
+ * disk before its knob is written. 0 or -errno; on an error it is not
+ * recorded, and the caller must not write.
+ */
+static int record_append(struct knob_state *s, struct json_object *e)
+{
+	int r;
+
+	if (json_object_array_add(s->knobs, e)) {
+		json_object_put(e);
+		return -ENOMEM;
+	}
+	r = save(s);
+	if (r)
+		json_object_array_del_idx(s->knobs, json_object_array_length(s->knobs) - 1, 1);
+	return r;
+}
+
 static struct json_object *new_record(const char *base, const char *rel, enum action_knob kind,
 				      double original, struct json_object *snap)
 {
@@ -580,14 +599,7 @@ int knob_state_record(struct knob_state *s, const char *cgroup_base, const char 
 	e = new_record(cgroup_base, rel, kind, original, snap);
 	if (!e)
 		return -ENOMEM;
-	if (json_object_array_add(s->knobs, e)) {
-		json_object_put(e);
-		return -ENOMEM;
-	}
-	r = save(s);
-	if (r) /* not on disk: not recorded, and the caller must not write */
-		json_object_array_del_idx(s->knobs, json_object_array_length(s->knobs) - 1, 1);
-	return r;
+	return record_append(s, e);
 }
 
 /* Drop every "written" of a record: what the file holds is unknown now. */
@@ -724,7 +736,6 @@ int knob_state_record_unit(struct knob_state *s, const char *bus_address, const 
 			   double original, uint64_t raw)
 {
 	struct json_object *snap, *e;
-	int r;
 
 	if (!unit_property(kind))
 		return -EOPNOTSUPP;
@@ -738,14 +749,7 @@ int knob_state_record_unit(struct knob_state *s, const char *bus_address, const 
 		json_object_put(e);
 		return -ENOMEM;
 	}
-	if (json_object_array_add(s->knobs, e)) {
-		json_object_put(e);
-		return -ENOMEM;
-	}
-	r = save(s);
-	if (r)
-		json_object_array_del_idx(s->knobs, json_object_array_length(s->knobs) - 1, 1);
-	return r;
+	return record_append(s, e);
 }
 
 int knob_state_forget_unit(struct knob_state *s, const char *unit, enum action_knob kind)
@@ -1028,16 +1032,13 @@ int knob_state_write_iosched(struct knob_state *s, const char *dev, const char *
 		e = json_object_new_object();
 		if (!e || json_object_object_add(e, "knob", json_object_new_string(IOSCHED_KNOB)) ||
 		    json_object_object_add(e, "device", json_object_new_string(dev)) ||
-		    json_object_object_add(e, "original", json_object_new_string(now.current)) ||
-		    json_object_array_add(s->knobs, e)) {
+		    json_object_object_add(e, "original", json_object_new_string(now.current))) {
 			json_object_put(e);
 			return -ENOMEM;
 		}
-		r = save(s);
-		if (r) { /* not on disk: not recorded, and we must not write */
-			json_object_array_del_idx(s->knobs, json_object_array_length(s->knobs) - 1, 1);
+		r = record_append(s, e);
+		if (r)
 			return r;
-		}
 		i = json_object_array_length(s->knobs) - 1;
 	}
 	e = json_object_array_get_idx(s->knobs, i);
@@ -1108,16 +1109,13 @@ static int subtree_record(struct knob_state *s, const char *base, const char *cg
 	    json_object_object_add(e, "cgroup_base", json_object_new_string(base)) ||
 	    json_object_object_add(e, "cgroup", json_object_new_string(cg)) ||
 	    json_object_object_add(e, "controller", json_object_new_string(ctrl)) ||
-	    json_object_object_add(e, "original", json_object_new_string(original)) ||
-	    json_object_array_add(s->knobs, e)) {
+	    json_object_object_add(e, "original", json_object_new_string(original))) {
 		json_object_put(e);
 		return -ENOMEM;
 	}
-	r = save(s);
-	if (r) { /* not on disk: not recorded, and we must not write */
-		json_object_array_del_idx(s->knobs, json_object_array_length(s->knobs) - 1, 1);
+	r = record_append(s, e);
+	if (r)
 		return r;
-	}
 	*added = true;
 	return 0;
 }
