@@ -212,20 +212,6 @@ def snapshot(files):
     return out
 
 
-def nginx_argv(sess, port):
-    """nginx in the foreground with its own prefix (the twtest config), for a unit."""
-    d = sess.tmpdir("nginx-unit")
-    os.makedirs(os.path.join(d, "html"))
-    os.makedirs(os.path.join(d, "logs"))
-    with open(os.path.join(d, "html", "index.html"), "w") as f:
-        f.write("tailwarden test page\n" * 30)
-    conf = os.path.join(d, "nginx.conf")
-    with open(conf, "w") as f:
-        f.write(tw.NGINX_CONF.format(dir=d, port=port, disk=""))
-    return ["/usr/bin/taskset", "-c", str(SERVER_CPU), "/usr/sbin/nginx", "-p", d + "/",
-            "-c", conf, "-e", os.path.join(d, "logs", "error.log")]
-
-
 def write_policy(d, name, body):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, name + ".policy"), "w") as f:
@@ -267,7 +253,7 @@ def test_unit_policy():
     with tw.Session(HIERARCHIES, tag="unit") as sess:
         um = UserManager(sess)
         port = tw.free_port()
-        um.start_transient("tw-web", nginx_argv(sess, port))
+        um.start_transient("tw-web", sess.nginx_unit_argv(port, SERVER_CPU))
         tw.wait_port(port)
         # Explicit properties, so every v1 file exists from the start (systemd
         # realises a controller's hierarchy only for units that use it).

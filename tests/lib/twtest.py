@@ -460,6 +460,22 @@ class Session:
             shutil.rmtree(d, ignore_errors=True)
 
     # -- servers ----------------------------------------------------------
+    def nginx_unit_argv(self, port, cpu=0):
+        """nginx in the foreground with a prefix of its own (NGINX_CONF), as
+        the command of a systemd unit that a test starts (test_systemd's
+        user manager, the guest VMs' PID 1)."""
+        d = self.tmpdir("nginx-unit")
+        os.chmod(d, 0o755)
+        os.makedirs(os.path.join(d, "html"))
+        os.makedirs(os.path.join(d, "logs"))
+        with open(os.path.join(d, "html", "index.html"), "w") as f:
+            f.write("tailwarden test page\n" * 30)
+        conf = os.path.join(d, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(NGINX_CONF.format(dir=d, port=port, disk=""))
+        return ["/usr/bin/taskset", "-c", str(cpu), "/usr/sbin/nginx", "-p", d + "/",
+                "-c", conf, "-e", os.path.join(d, "logs", "error.log")]
+
     def nginx(self, cgroup, cpu=0, port=None, body_size=612, disk_dir=None):
         """nginx with its own prefix: daemon off, 1 worker, access_log off.
 

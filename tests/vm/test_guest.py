@@ -240,22 +240,12 @@ class HogRig:
         self.sess = sess
         self.units = units
         self.port = tw.free_port()
-        d = sess.tmpdir("nginx-unit")
-        os.chmod(d, 0o755)
-        os.makedirs(os.path.join(d, "html"))
-        os.makedirs(os.path.join(d, "logs"))
-        with open(os.path.join(d, "html", "index.html"), "w") as f:
-            f.write("tailwarden test page\n" * 30)
-        conf = os.path.join(d, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write(tw.NGINX_CONF.format(dir=d, port=self.port, disk=""))
         self.since = time.strftime("%Y-%m-%d %H:%M:%S")
         sess.on_cleanup(self.teardown)
         # A CPU property on each unit: systemd 252 creates cpu.weight/cpu.max
         # of a unit only then (system.slice does not enable cpu by default).
         sh("systemd-run", "--quiet", "--unit", UNIT_WEB, "-p", "CPUWeight=100",
-           "/usr/bin/taskset", "-c", str(SERVER_CPU), "/usr/sbin/nginx", "-p", d + "/",
-           "-c", conf, "-e", os.path.join(d, "logs", "error.log"))
+           *sess.nginx_unit_argv(self.port, SERVER_CPU))
         tw.wait_port(self.port, timeout=30)
         cli = sess.cgroup("client")
         rate = calibrate(sess, self.port, unit_cg(UNIT_WEB))
