@@ -36,17 +36,16 @@ endif
 SENSING := sensing/hist.c sensing/cgroup.c sensing/cgroupfs.c sensing/idtab.c sensing/bpf_util.c sensing/sensor.c \
 	sensing/diagnosis.c sensing/contention.c sensing/contention_load.c sensing/reap.c
 CONTROLLER := controller/run.c controller/manager.c controller/manager_report.c controller/decisions.c controller/sensors.c controller/top.c controller/output.c \
-	controller/knob.c controller/knob_freq.c controller/knob_slice.c controller/knob_state.c controller/iosched.c controller/restore.c \
-	controller/check.c \
-	controller/unit.c controller/daemon.c controller/feed.c controller/service.c \
+	controller/restore.c controller/check.c controller/daemon.c controller/feed.c controller/service.c \
 	controller/recording.c controller/record.c controller/replay.c \
 	controller/report.c controller/expo.c controller/status.c controller/metrics.c
+KNOBS := knobs/record.c knobs/knob.c knobs/beneath.c knobs/subtree.c knobs/freq.c knobs/slice.c knobs/state.c knobs/state_file.c knobs/iosched.c knobs/unit.c
 POLICIES := policies/action.c policies/engine.c policies/policy.c policies/config.c policies/ini.c policies/value.c
 COMMON := common/log.c common/fileio.c
 # One static library per layer, linked against the flow (controller first),
 # so a program pulls in only the objects it calls: the policy and engine
 # tests link without BPF, bpftool or kernel BTF.
-LIBS := $(OUTPUT)/libcontroller.a $(OUTPUT)/libpolicies.a $(OUTPUT)/libsensing.a $(OUTPUT)/libcommon.a
+LIBS := $(OUTPUT)/libcontroller.a $(OUTPUT)/libknobs.a $(OUTPUT)/libpolicies.a $(OUTPUT)/libsensing.a $(OUTPUT)/libcommon.a
 objs = $(patsubst %.c,$(OUTPUT)/%.o,$(1))
 # What a unit test links when it needs less than every layer.
 TEST_LIBS_policy := $(OUTPUT)/controller/check.o $(OUTPUT)/libpolicies.a $(OUTPUT)/libcommon.a
@@ -65,7 +64,7 @@ BENCH_TOOLS := $(OUTPUT)/tests/onoff $(OUTPUT)/tests/floor.bpf.o $(OUTPUT)/tests
 
 all: tailwarden
 
-$(OUTPUT) $(OUTPUT)/common $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies $(OUTPUT)/tests:
+$(OUTPUT) $(OUTPUT)/common $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies $(OUTPUT)/knobs $(OUTPUT)/tests:
 	$(Q)mkdir -p $@
 
 vmlinux:
@@ -85,12 +84,13 @@ $(OUTPUT)/%.skel.h: $(OUTPUT)/%.bpf.o
 $(OUTPUT)/sensing/sensor.o: $(OUTPUT)/sensor.skel.h
 $(OUTPUT)/sensing/contention.o $(OUTPUT)/sensing/contention_load.o: $(OUTPUT)/contention.skel.h
 
-$(OUTPUT)/%.o: %.c | $(OUTPUT)/common $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies
+$(OUTPUT)/%.o: %.c | $(OUTPUT)/common $(OUTPUT)/sensing $(OUTPUT)/controller $(OUTPUT)/policies $(OUTPUT)/knobs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(OUTPUT)/libcommon.a: $(call objs,$(COMMON))
 $(OUTPUT)/libsensing.a: $(call objs,$(SENSING))
+$(OUTPUT)/libknobs.a: $(call objs,$(KNOBS))
 $(OUTPUT)/libpolicies.a: $(call objs,$(POLICIES))
 $(OUTPUT)/libcontroller.a: $(call objs,$(CONTROLLER))
 $(OUTPUT)/lib%.a:
@@ -228,9 +228,8 @@ $(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h common/*.h)
 		-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		$(FUZZ_SRCS) -linih -lm -o $@
 
-FUZZ_STATE_SRCS := tests/fuzz/fuzz_state.c controller/knob_state.c controller/iosched.c controller/knob.c controller/knob_slice.c \
-	controller/knob_freq.c controller/unit.c policies/action.c policies/value.c common/log.c common/fileio.c
-$(OUTPUT)/fuzz/fuzz_state: $(FUZZ_STATE_SRCS) $(wildcard controller/*.h policies/*.h common/*.h)
+FUZZ_STATE_SRCS := tests/fuzz/fuzz_state.c $(KNOBS) policies/action.c policies/value.c common/log.c common/fileio.c
+$(OUTPUT)/fuzz/fuzz_state: $(FUZZ_STATE_SRCS) $(wildcard knobs/*.h policies/*.h common/*.h)
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus-state
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -Wall -Wextra -Werror -I. -I$(OUTPUT) \

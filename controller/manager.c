@@ -33,16 +33,16 @@
 #include "controller/daemon.h"
 #include "controller/decisions.h"
 #include "controller/feed.h"
-#include "controller/knob.h"
-#include "controller/knob_slice.h"
-#include "controller/iosched.h"
-#include "controller/knob_state.h"
+#include "knobs/knob.h"
+#include "knobs/slice.h"
+#include "knobs/iosched.h"
+#include "knobs/state.h"
 #include "controller/manager.h"
 #include "controller/metrics.h"
 #include "controller/report.h"
 #include "controller/sensors.h"
 #include "controller/service.h"
-#include "controller/unit.h"
+#include "knobs/unit.h"
 #include "policies/action.h"
 #include "policies/engine.h"
 #include "sensing/cgroup.h"
@@ -343,62 +343,56 @@ static void slice_check(struct manager *m)
 			 m->slice_default_ns / 1e6);
 }
 
-/* The service's threads get the slice ns (those that have it are left as they are). */
-static int slice_apply(struct manager *m, struct service_rt *s, uint64_t ns)
+/* What service s's knob k belongs to, for the knobs layer. */
+static struct knob_target target_of(struct manager *m, struct service_rt *s, enum action_knob k,
+				    struct slice_tally *tally)
 {
-	struct slice_tally t;
-	char file[PATH_MAX];
-	bool capped;
-	size_t n;
-	int r;
+	bool unit = manager_unit_knob(s, k);
 
-	if (!m->tids && !(m->tids = calloc(KNOB_SLICE_MAX_THREADS, sizeof(*m->tids))))
-		return -ENOMEM;
-	r = knob_slice_threads(m->cfg->cgroup_base, m->root, s->cg, m->tids, KNOB_SLICE_MAX_THREADS,
-			       &n, &capped, file, sizeof(file));
-	if (r)
-		return r;
-	if (capped && !s->slice_capped)
-		log_warning("service %s: more than %d threads in %s; only the first %d get Slice=",
-			    s->sv.p->name, KNOB_SLICE_MAX_THREADS, file, KNOB_SLICE_MAX_THREADS);
-	s->slice_capped |= capped;
-	r = knob_state_slice(m->state, m->cfg->cgroup_base, s->cg, m->tids, n, ns, m->slice_default_ns, &t);
-	if (t.changed)
-		log_warning("sched.slice of %s: %u thread(s) had their slice changed by someone else; leaving them alone",
-			    s->cg, t.changed);
-	if (t.set)
-		log_debug("sched.slice of %s: %u thread(s) given the slice, %u had it, %u not SCHED_OTHER/SCHED_BATCH",
-			  s->cg, t.set, t.kept, t.not_fair);
-	return r;
+	return (struct knob_target){
+		.cgroup_base = m->cfg->cgroup_base,
+		.cgroup = s->cg,
+		.files = s->knobs,
+		.bus = unit ? m->link.bus : NULL,
+		.unit = unit ? s->sv.p->unit : NULL,
+		.props = unit && m->link.bus ? &s->up : NULL,
+		.root = m->root,
+		.slice_default_ns = m->slice_default_ns,
+		.tally = tally,
+	};
 }
 
-/* Record the original, then write: cgroupfs, or the unit's property. 0 or -errno. */
-static int write_knob(struct manager *m, struct service_rt *s, const struct action *a,
-		      char *path, size_t len)
+/* What a Slice= write did with the service's threads, when there is something to say. */
+static void slice_said(struct service_rt *s, const struct slice_tally *t)
 {
-	enum action_knob k = a->knob;
+	if (t->capped && !s->slice_capped)
+		log_warning("service %s: more than %d threads in %s; only the first %d get Slice=",
+			    s->sv.p->name, KNOB_SLICE_MAX_THREADS, t->file, KNOB_SLICE_MAX_THREADS);
+	s->slice_capped |= t->capped;
+	if (t->changed)
+		log_warning("sched.slice of %s: %u thread(s) had their slice changed by someone else; leaving them alone",
+			    s->cg, t->changed);
+	if (t->set)
+		log_debug("sched.slice of %s: %u thread(s) given the slice, %u had it, %u not SCHED_OTHER/SCHED_BATCH",
+			  s->cg, t->set, t->kept, t->not_fair);
+}
+
+/* Record the original, then write, whatever the backend. 0 or -errno; path names what it changed. */
+static int write_knob(struct manager *m, struct service_rt *s, enum action_knob k, double old_value,
+		      double new_value, char *path, size_t len)
+{
+	struct slice_tally tally = { 0 };
+	struct knob_target t = target_of(m, s, k, &tally);
 	int r;
 
-	if (k == KNOB_SCHED_SLICE) {
-		snprintf(path, len, "sched.slice of the threads of %s", s->cg);
-		if (a->new_value > 0)
-			return slice_apply(m, s, (uint64_t)a->new_value);
-		return knob_state_slice_release(m->state, m->cfg->cgroup_base, s->cg);
-	}
-	if (!manager_unit_knob(s, k)) {
-		snprintf(path, len, "%s", knob_path(s->knobs, k));
-		return knob_state_write(m->state, m->cfg->cgroup_base, s->cg, k, s->knobs, a->old_value,
-					a->new_value);
-	}
-	snprintf(path, len, "%s %s", s->sv.p->unit, unit_property(k));
-	if (!m->link.bus)
+	knob_target_name(&t, k, path, len);
+	if (t.unit && !t.bus)
 		return -ENOTCONN;
-	r = knob_state_record_unit(m->state, unit_bus_address(m->link.bus), s->sv.p->unit,
-				   m->cfg->cgroup_base, s->cg, k, a->old_value, s->up.raw[k]);
-	if (!r)
-		r = unit_set(m->link.bus, s->sv.p->unit, k, unit_value_to_raw(k, a->new_value));
-	if (!r)
-		s->up.raw[k] = unit_value_to_raw(k, a->new_value);
+	r = knob_state_set(m->state, &t, k, old_value, new_value);
+	if (k == KNOB_SCHED_SLICE)
+		slice_said(s, &tally);
+	if (!r && t.unit)
+		s->up.raw[k] = unit_value_to_raw(k, new_value);
 	return r;
 }
 
@@ -448,7 +442,7 @@ static void apply(struct manager *m, const struct action *a)
 		log_notice("dry-run: would set %s of %s: %s -> %s (%s)", action_knob_name(a->knob),
 			   s->sv.p->unit ? s->sv.p->unit : s->cg, o, n, a->reason);
 	} else {
-		r = write_knob(m, s, a, path, sizeof(path));
+		r = write_knob(m, s, a->knob, a->old_value, a->new_value, path, sizeof(path));
 		if (r) {
 			m->n_failed++;
 			knob_failed(s, a->knob, r, path, n);
@@ -476,7 +470,9 @@ static void apply(struct manager *m, const struct action *a)
 static void read_knobs(struct manager *m, struct service_rt *s, double *knob)
 {
 	for (int k = 0; k < KNOB_MAX; k++) {
+		struct knob_target t = target_of(m, s, k, NULL);
 		double v;
+		int r;
 
 		knob[k] = NAN;
 		if (!s->knobs || s->sv.overridden[k])
@@ -487,25 +483,16 @@ static void read_knobs(struct manager *m, struct service_rt *s, double *knob)
 				knob[k] = s->sv.wrote[k] ? s->sv.written[k] : 0;
 			continue;
 		}
-		if (manager_unit_knob(s, k)) {
-			if (!m->link.bus)
-				continue;
-			v = unit_raw_to_value(k, s->up.raw[k]);
-		} else if (!knob_available(s->knobs, k, NULL)) {
+		r = knob_target_read(&t, k, &v);
+		if (r && r != -EOPNOTSUPP && r != -ENOTCONN)
+			s->reopen = true; /* the file went with its controller, or the cgroup went: look again */
+		if (r)
 			continue;
-		} else if (knob_read(s->knobs, k, &v)) {
-			/* The file went with its controller, or the cgroup went: look again. */
-			s->reopen = true;
-			continue;
-		}
 		if (!service_knob(&s->sv, m->engine, k, v, m->o.dry_run, &knob[k]))
 			continue;
 		log_warning("%s of %s was changed by someone else (we set %g, now %g); leaving it alone",
 			    action_knob_name(k), s->sv.p->unit ? s->sv.p->unit : s->cg, s->sv.written[k], v);
-		if (manager_unit_knob(s, k))
-			knob_state_forget_unit(m->state, s->sv.p->unit, k);
-		else
-			knob_state_forget(m->state, m->cfg->cgroup_base, s->cg, k);
+		knob_state_forget(m->state, &t, k);
 	}
 }
 
@@ -644,8 +631,8 @@ static void sense_service(struct manager *m, struct service_rt *s,
 	/* New threads (workers, a restarted service) get the slice while it is set. */
 	if (!m->o.dry_run && s->sv.wrote[KNOB_SCHED_SLICE] && s->sv.written[KNOB_SCHED_SLICE] > 0 &&
 	    manager_slice_used(m, s)) {
-		int r = slice_apply(m, s, (uint64_t)s->sv.written[KNOB_SCHED_SLICE]);
 		char path[PATH_MAX + 64], v[32];
+		int r = write_knob(m, s, KNOB_SCHED_SLICE, 0, s->sv.written[KNOB_SCHED_SLICE], path, sizeof(path));
 
 		snprintf(path, sizeof(path), "sched.slice of the new threads of %s", s->cg);
 		action_format_value(v, sizeof(v), KNOB_SCHED_SLICE, s->sv.written[KNOB_SCHED_SLICE], 0);
@@ -1099,7 +1086,6 @@ void manager_free(struct manager *m)
 	unit_link_close(&m->link);
 	cg_names_free(m->names);
 	decisions_close(m->decisions);
-	free(m->tids);
 	free(m->q);
 	free(m->c);
 	sd_event_unref(m->event);

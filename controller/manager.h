@@ -14,7 +14,7 @@
 #include <time.h>
 #include <systemd/sd-event.h>
 #include "controller/service.h"
-#include "controller/unit.h"
+#include "knobs/unit.h"
 #include "policies/action.h"
 #include "policies/config.h"
 #include "policies/engine.h"
@@ -104,7 +104,6 @@ struct manager {
 	bool status_failed;        /* the last status.json write failed (said once) */
 	int slice_ok;              /* custom slices: 1 work, -1 do not, 0 not probed */
 	uint64_t slice_default_ns; /* the kernel's default slice */
-	pid_t *tids;               /* scratch: a service's threads */
 };
 
 /* CLOCK_MONOTONIC now, in µs. */

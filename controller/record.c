@@ -23,7 +23,7 @@
 #include "controller/commands.h"
 #include "controller/daemon.h"
 #include "controller/feed.h"
-#include "controller/knob.h"
+#include "knobs/knob.h"
 #include "controller/recording.h"
 #include "controller/sensors.h"
 #include "policies/config.h"

@@ -11,7 +11,7 @@
 #include "common/log.h"
 #include "controller/commands.h"
 #include "controller/daemon.h"
-#include "controller/knob_state.h"
+#include "knobs/state.h"
 #include "policies/config.h"
 
 static void help(void)

@@ -5,7 +5,7 @@
   this tree (never one outside it), and every `#anchor` names a heading of
   the page it points to (GitHub's spelling of anchors).
 - The layout in docs/hacking.md names every file of the product's folders
-  (common/, bpf/, sensing/, policies/, controller/, scripts/), and names no
+  (common/, bpf/, sensing/, policies/, knobs/, controller/, scripts/), and names no
   file that is not there.
 
 Quick: no build, no root. Prints one line per problem and exits 1 if any.
@@ -20,7 +20,7 @@ import sys
 
 LINK = re.compile(r"(?<!!)\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-LAYOUT_DIRS = ("common", "bpf", "sensing", "policies", "controller", "scripts")
+LAYOUT_DIRS = ("common", "bpf", "sensing", "policies", "knobs", "controller", "scripts")
 
 
 def strip_code(text):

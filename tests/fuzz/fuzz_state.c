@@ -4,8 +4,8 @@
  * text of a state file, as `tailwarden restore` and the daemon's start
  * read it. Besides the sanitizers (json-c aborts on a wrongly typed call,
  * which is what the loader's checks are for), it checks what restore
- * relies on: an accepted file holds only records whose every field has
- * the type restore reads it as (for a disk's scheduler, device and
+ * relies on: an accepted file gives only records whose every field holds
+ * what restore reads it as (for a disk's scheduler, device and
  * scheduler names that cannot leave /sys/block).
  */
 #define _GNU_SOURCE
@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "controller/knob_state.h"
+#include "knobs/state.h"
 #include "common/log.h"
 
 #define check(cond)                                                            \
@@ -26,77 +26,58 @@
 		}                                                              \
 	} while (0)
 
-static void walk_record(struct json_object *e)
+static void walk_record(const struct knob_record *r)
 {
-	struct json_object *snap, *list, *v;
-
-	check(json_object_is_type(e, json_type_object));
-	if (json_object_object_get_ex(e, "knob", &v) && json_object_is_type(v, json_type_string) &&
-	    !strcmp(json_object_get_string(v), "io.scheduler")) {
+	switch (r->backend) {
+	case KNOB_BACKEND_IOSCHED:
 		/* A disk's scheduler: names that go into /sys/block/DEV/queue/scheduler. */
-		check(json_object_object_get_ex(e, "device", &v) && json_object_is_type(v, json_type_string));
-		check(json_object_get_string(v)[0] && !strchr(json_object_get_string(v), '/') &&
-		      !strstr(json_object_get_string(v), ".."));
-		check(json_object_object_get_ex(e, "original", &v) && json_object_is_type(v, json_type_string));
-		check(json_object_get_string(v)[0] && !strchr(json_object_get_string(v), '\n'));
-		if (json_object_object_get_ex(e, "written", &v))
-			check(json_object_is_type(v, json_type_string) && json_object_get_string(v)[0]);
+		check(r->iosched.device && r->iosched.device[0] && !strchr(r->iosched.device, '/') &&
+		      !strstr(r->iosched.device, ".."));
+		check(r->iosched.original && r->iosched.original[0] && !strchr(r->iosched.original, '\n'));
+		check(!r->iosched.written || r->iosched.written[0]);
+		check(!r->cgroup && !r->cgroup_base);
 		return;
-	}
-	check(json_object_object_get_ex(e, "snapshot", &snap));
-	check(json_object_is_type(snap, json_type_object));
-	if (json_object_object_get_ex(e, "unit", &v)) {
-		check(json_object_is_type(v, json_type_string));
-		check(json_object_object_get_ex(snap, "value", &v));
-		(void)json_object_get_uint64(v);
+	case KNOB_BACKEND_SUBTREE:
+		check(r->cgroup_base && r->cgroup_base[0] == '/');
+		check(r->cgroup && r->cgroup[0] == '/' && strcmp(r->cgroup, "/") && !strstr(r->cgroup, ".."));
+		check(!strcmp(r->subtree.controller, "cpu") || !strcmp(r->subtree.controller, "io"));
+		check(r->subtree.original);
 		return;
-	}
-	if (json_object_object_get_ex(snap, "threads", &list)) {
+	case KNOB_BACKEND_UNIT:
+		check(r->unit.unit && r->unit.property && r->unit.bus);
+		check(r->knob < KNOB_MAX);
+		break;
+	case KNOB_BACKEND_SLICE:
 		/* Slice=: each thread an exact tid, start time and slices in the kernel's range. */
-		check(json_object_object_get_ex(e, "knob", &v) && !strcmp(json_object_get_string(v), "sched.slice"));
-		check(json_object_is_type(list, json_type_array));
-		for (size_t i = 0; i < json_object_array_length(list); i++) {
-			struct json_object *t = json_object_array_get_idx(list, i);
-			int64_t n;
+		check(r->knob == KNOB_SCHED_SLICE);
+		for (size_t i = 0; i < r->threads.n; i++) {
+			const struct knob_thread *t = &r->threads.v[i];
 
-			check(json_object_object_get_ex(t, "tid", &v) && json_object_is_type(v, json_type_int));
-			n = json_object_get_int64(v);
-			check(n >= 1 && n <= 4194304);
-			check(json_object_object_get_ex(t, "start", &v) && json_object_is_type(v, json_type_int));
-			check(json_object_get_int64(v) >= 0);
-			check(json_object_object_get_ex(t, "slice_ns", &v) && json_object_is_type(v, json_type_int));
-			n = json_object_get_int64(v);
-			check(n == 0 || (n >= 100000 && n <= 100000000));
-			check(json_object_object_get_ex(t, "written_ns", &v) && json_object_is_type(v, json_type_int));
-			n = json_object_get_int64(v);
-			check(n >= 100000 && n <= 100000000);
+			check(t->tid >= 1 && t->tid <= 4194304);
+			check(t->slice_ns == 0 || (t->slice_ns >= 100000 && t->slice_ns <= 100000000));
+			check(t->written_ns >= 100000 && t->written_ns <= 100000000);
 		}
-		return;
-	}
-	if (json_object_object_get_ex(snap, "cpus", &list)) {
-		for (size_t i = 0; i < json_object_array_length(list); i++) {
-			struct json_object *c = json_object_array_get_idx(list, i);
-
-			check(json_object_object_get_ex(c, "cpu", &v));
-			check(json_object_get_int64(v) >= 0);
-			check(json_object_object_get_ex(c, "max_khz", &v));
-			check(json_object_get_int64(v) > 0);
-			if (json_object_object_get_ex(c, "written_khz", &v))
-				check(json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0);
+		break;
+	case KNOB_BACKEND_CPUFREQ:
+		for (size_t i = 0; i < r->cpus.n; i++) {
+			check(r->cpus.v[i].cpu <= 65535);
+			check(r->cpus.v[i].max_khz > 0);
 		}
-		return;
-	}
-	check(json_object_object_get_ex(snap, "files", &list));
-	for (size_t i = 0; i < json_object_array_length(list); i++) {
-		struct json_object *f = json_object_array_get_idx(list, i);
+		break;
+	case KNOB_BACKEND_CGROUP:
+		check(r->knob < KNOB_MAX);
+		for (size_t i = 0; i < r->files.n; i++) {
+			const struct knob_file *f = &r->files.v[i];
 
-		check(json_object_object_get_ex(f, "path", &v));
-		check(json_object_get_string(v)[0] == '/');
-		check(json_object_object_get_ex(f, "value", &v));
-		check(strlen(json_object_get_string(v)) > 0);
-		if (json_object_object_get_ex(f, "written", &v))
-			check(json_object_is_type(v, json_type_string) && strlen(json_object_get_string(v)) > 0);
+			check(f->path && f->path[0] == '/');
+			check(f->value && f->value[0]);
+			check(!f->written || f->written[0]);
+		}
+		break;
+	default:
+		check(!"a record of no backend");
 	}
+	check(r->cgroup_base && r->cgroup_base[0] == '/' && r->cgroup);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -109,17 +90,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct json_object *knobs = NULL;
+	struct knob_record *v = NULL;
 	char *text = malloc(size + 1);
+	size_t n = 0;
 
 	check(text);
 	memcpy(text, data, size);
 	text[size] = '\0';
-	if (!knob_state_parse(text, size, "state.json", &knobs)) {
-		check(json_object_is_type(knobs, json_type_array));
-		for (size_t i = 0; i < json_object_array_length(knobs); i++)
-			walk_record(json_object_array_get_idx(knobs, i));
-		json_object_put(knobs);
+	if (!knob_state_parse(text, size, "state.json", &v, &n)) {
+		for (size_t i = 0; i < n; i++) {
+			walk_record(&v[i]);
+			knob_record_free(&v[i]);
+		}
+		free(v);
 	}
 	free(text);
 	return 0;

@@ -11,6 +11,9 @@ short-lived cgroups serve a request each while the daemon runs.
   unit_policy     Unit= policies: resolved; SetUnitProperties changes seen by
                   `systemctl --user show` and in the v1 files; a unit restart
                   followed within 2 periods; SIGTERM restores the properties
+  unit_admin_change
+                  kill -9 after the cuts, then `systemctl set-property` of one
+                  property: `restore` leaves it, says so, restores the other
   notify_unit     tailwarden.service (a test copy) in the user manager: active
                   only after READY=1, knob writes under its hardening, a
                   stalled loop restarted by the watchdog, stop restores
@@ -240,6 +243,19 @@ def start_run(sess, conf, pol, logpath, extra=(), env=None):
     return p, log
 
 
+def start_web_batch(um):
+    """tw-web (nginx) and tw-batch (a CPU hog) on the server's CPU, as units; nginx's port."""
+    port = tw.free_port()
+    um.start_transient("tw-web", um.sess.nginx_unit_argv(port, SERVER_CPU))
+    tw.wait_port(port)
+    # Explicit properties, so every v1 file exists from the start (systemd
+    # realises a controller's hierarchy only for units that use it).
+    um.start_transient("tw-batch", ["/usr/bin/taskset", "-c", str(SERVER_CPU), "stress-ng",
+                                    "--cpu", "1", "--timeout", "300", "-q"],
+                       props=("CPUWeight=100", "CPUQuota=90%", "IOWeight=100"))
+    return port
+
+
 def load(sess, port, seconds, rate=2000):
     return sess.loadgen("http", port, rate, seconds, conns=4, cpu=CLIENT_CPU, background=True)
 
@@ -252,14 +268,7 @@ def test_unit_policy():
     """Unit= for both services; changes through SetUnitProperties; restart followed; stop restores."""
     with tw.Session(HIERARCHIES, tag="unit") as sess:
         um = UserManager(sess)
-        port = tw.free_port()
-        um.start_transient("tw-web", sess.nginx_unit_argv(port, SERVER_CPU))
-        tw.wait_port(port)
-        # Explicit properties, so every v1 file exists from the start (systemd
-        # realises a controller's hierarchy only for units that use it).
-        um.start_transient("tw-batch", ["/usr/bin/taskset", "-c", str(SERVER_CPU), "stress-ng",
-                                        "--cpu", "1", "--timeout", "300", "-q"],
-                           props=("CPUWeight=100", "CPUQuota=90%", "IOWeight=100"))
+        port = start_web_batch(um)
         props = ("CPUWeight", "CPUQuotaPerSecUSec", "IOWeight")
         batch_cg = um.cgroup_of("tw-batch.service")
         orig_props = um.show("tw-batch.service", *props)
@@ -327,6 +336,49 @@ def test_unit_policy():
                 "restart followed after web %.2f s, batch %.2f s; restored %s"
                 % (w, q, now_files["cpu.shares"], now_files["cpu.cfs_quota_us"], follow["web"],
                    follow["batch"], after_props))
+
+
+def test_unit_admin_change():
+    """kill -9, then an administrator's set-property: `restore` leaves that property, puts back the rest."""
+    with tw.Session(HIERARCHIES, tag="unitadm") as sess:
+        um = UserManager(sess)
+        port = start_web_batch(um)
+        props = ("CPUWeight", "CPUQuotaPerSecUSec")
+        orig = um.show("tw-batch.service", *props)
+        d = sess.tmpdir("unitadm")
+        pol = os.path.join(d, "policies")
+        write_policy(pol, "web", LC_BODY % "Unit=tw-web.service")
+        write_policy(pol, "batch", BE_BODY % "Unit=tw-batch.service")
+        conf = os.path.join(d, "tailwarden.conf")
+        state = os.path.join(d, "state")
+        write_config(conf, state, "Bus=user\n")
+        lg = load(sess, port, 60)
+        p, log = start_run(sess, conf, pol, os.path.join(d, "run.log"), ["--no-contention"], env=um.env)
+        # Both properties cut: the weight first, then the quota.
+        log.wait_for(r"tw-batch.service CPUQuotaPerSecUSec: ", 40, proc=p)
+        p.kill()
+        p.wait()
+        cut = um.show("tw-batch.service", *props)
+        info("cut %s, originally %s" % (cut, orig))
+        check(int(cut["CPUWeight"]) < 100 and cut["CPUQuotaPerSecUSec"] != orig["CPUQuotaPerSecUSec"],
+              "not both cut before the kill: %s" % cut)
+        # While the daemon is down, the administrator sets the weight by hand.
+        um.systemctl("set-property", "--runtime", "tw-batch.service", "CPUWeight=77")
+        r = subprocess.run([tw.TAILWARDEN, "restore", "--state-dir", state], env=um.env,
+                           capture_output=True, text=True, timeout=60)
+        out = r.stdout + r.stderr
+        info("restore exited %d:\n%s" % (r.returncode, out.strip()))
+        after = um.show("tw-batch.service", *props)
+        check(after["CPUWeight"] == "77", "restore overwrote the administrator's CPUWeight=77: %s" % after)
+        check(after["CPUQuotaPerSecUSec"] == orig["CPUQuotaPerSecUSec"],
+              "CPUQuotaPerSecUSec %s not restored to %s" % (after["CPUQuotaPerSecUSec"],
+                                                            orig["CPUQuotaPerSecUSec"]))
+        check(re.search(r"cpu\.weight of tw-batch\.service: left alone: changed by someone else", out),
+              "restore did not say it left CPUWeight alone: %s" % out)
+        check(not os.path.exists(os.path.join(state, "state.json")), "the state file is still there")
+        lg.proc.kill()
+        return ("after kill -9 and set-property CPUWeight=77: restore left the weight at 77 and put the "
+                "quota back to %s" % after["CPUQuotaPerSecUSec"])
 
 
 # What a user manager cannot apply, or what points elsewhere in a test: see unit_copy().
@@ -664,6 +716,7 @@ TESTS = [
     ("no_bus", test_no_bus),
     ("cgroup_recreate", test_cgroup_recreate),
     ("unit_policy", test_unit_policy),
+    ("unit_admin_change", test_unit_admin_change),
     ("notify_unit", test_notify_unit),
     ("churn", test_churn),
 ]

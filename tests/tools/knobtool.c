@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * knobtool: the small driver tests/integration/test_knobs.py uses to act
- * on real cgroups through the actuator library (controller/knob.c,
- * controller/knob_state.c). Not installed; see usage().
+ * on real cgroups through the actuator library (knobs/knob.c,
+ * knobs/state.c). Not installed; see usage().
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "controller/knob.h"
-#include "controller/knob_state.h"
+#include "knobs/knob.h"
+#include "knobs/state.h"
 
 static void usage(void)
 {
@@ -75,7 +75,8 @@ static int hold(int argc, char **argv)
 			return usage(), 2;
 		r = knob_read(k, kind, &cur);
 		if (!r)
-			r = knob_state_write(s, argv[1], argv[2], kind, k, cur, value_of(eq + 1));
+			r = knob_state_set(s, &(struct knob_target){ .cgroup_base = argv[1], .cgroup = argv[2], .files = k },
+					   kind, cur, value_of(eq + 1));
 		if (r)
 			return fprintf(stderr, "%s=%s: %s\n", argv[i], eq + 1, strerror(-r)), 1;
 	}

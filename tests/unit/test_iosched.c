@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unit tests for the I/O scheduler module (controller/iosched.c): the
+ * Unit tests for the I/O scheduler module (knobs/iosched.c): the
  * parser of /sys/block/NAME/queue/scheduler, names, and the state file's
- * "io.scheduler" records (controller/knob_state.c): their validation on
+ * "io.scheduler" records (knobs/state_file.c): their validation on
  * load, and a restore that names a device that is not there.
  */
 #define _GNU_SOURCE
@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
-#include "controller/iosched.h"
-#include "controller/knob_state.h"
+#include "knobs/iosched.h"
+#include "knobs/state.h"
 
 static void test_parse(void **state)
 {
@@ -82,12 +82,15 @@ static void test_names(void **state)
 static int parse(const char *record)
 {
 	char text[1024];
-	struct json_object *knobs = NULL;
+	struct knob_record *v = NULL;
+	size_t n = 0;
 	int r;
 
 	snprintf(text, sizeof(text), "{\"version\": 1, \"knobs\": [ %s ]}", record);
-	r = knob_state_parse(text, strlen(text), "state.json", &knobs);
-	json_object_put(knobs);
+	r = knob_state_parse(text, strlen(text), "state.json", &v, &n);
+	for (size_t i = 0; i < n; i++)
+		knob_record_free(&v[i]);
+	free(v);
 	return r;
 }
 

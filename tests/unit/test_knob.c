@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unit tests for the actuators (controller/knob.c), the state file
- * (controller/knob_state.c) and the unit conversions, on fake cgroup trees
+ * Unit tests for the actuators (knobs/knob.c), the state file
+ * (knobs/state.c, knobs/state_file.c) and the unit conversions, on fake cgroup trees
  * built in a temporary directory: a cgroup2 root is a directory whose
  * cgroup.controllers lists "cpuset cpu io"; a v1 layout has base/cpu/...
  * and base/blkio/... with the v1 files. For the controllers in
@@ -31,9 +31,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <dirent.h>
-#include "controller/knob.h"
-#include "controller/knob_state.h"
-#include "controller/knob_freq.h"
+#include "knobs/knob.h"
+#include "knobs/state.h"
+#include "knobs/freq.h"
 
 struct tree {
 	char base[1024];
@@ -427,6 +427,28 @@ static void test_freq_unavailable(void **state)
 /* ------------------------------------------------------------------ */
 /* state file */
 
+/* Record the original, then write, as the daemon does (knob_state_set()). */
+static int state_write(struct knob_state *s, const char *base, const char *rel, enum action_knob kind,
+		       struct knobs *k, double original, double value)
+{
+	struct knob_target t = { .cgroup_base = base, .cgroup = rel, .files = k };
+
+	return knob_state_set(s, &t, kind, original, value);
+}
+
+/* Parse a state file's text; its records are freed. */
+static int parse_doc(const char *doc)
+{
+	struct knob_record *v = NULL;
+	size_t n = 0;
+	int r = knob_state_parse(doc, strlen(doc), "state.json", &v, &n);
+
+	for (size_t i = 0; i < n; i++)
+		knob_record_free(&v[i]);
+	free(v);
+	return r;
+}
+
 static struct json_object *state_json(const struct tree *t)
 {
 	char p[PATH_MAX];
@@ -487,7 +509,7 @@ static void test_state_record_restore(void **state)
 	/* Still usable afterwards (SIGHUP restores, then goes on). */
 	assert_int_equal(knob_state_restore_all(s, t->base), 0);
 	assert_int_equal(knob_state_record(s, t->base, "/a/b", KNOB_CPU_WEIGHT, 100), 0);
-	assert_int_equal(knob_state_forget(s, t->base, "/a/b", KNOB_CPU_WEIGHT), 0);
+	assert_int_equal(knob_state_forget(s, &(struct knob_target){ .cgroup_base = t->base, .cgroup = "/a/b" }, KNOB_CPU_WEIGHT), 0);
 	assert_false(state_exists(t));
 	knob_state_free(s);
 	knobs_free(k);
@@ -605,15 +627,15 @@ static void test_state_written(void **state)
 	int left = -1, n = 200;
 
 	assert_int_equal(knob_state_open(t->state, &s), 0);
-	assert_int_equal(knob_state_write(s, t->base, "/a", KNOB_CPU_WEIGHT, k, 100, 3), 0);
-	assert_int_equal(knob_state_write(s, t->base, "/a", KNOB_CPU_QUOTA, k, INFINITY, 0.1), 0);
+	assert_int_equal(state_write(s, t->base, "/a", KNOB_CPU_WEIGHT, k, 100, 3), 0);
+	assert_int_equal(state_write(s, t->base, "/a", KNOB_CPU_QUOTA, k, INFINITY, 0.1), 0);
 	/* The cost of keeping "written" true: two atomic rewrites per write. */
 	t0 = now_ms();
 	for (int i = 0; i < n; i++)
-		assert_int_equal(knob_state_write(s, t->base, "/a", KNOB_CPU_QUOTA, k, INFINITY,
+		assert_int_equal(state_write(s, t->base, "/a", KNOB_CPU_QUOTA, k, INFINITY,
 						  i % 2 ? 0.1 : 0.2), 0);
 	per = (now_ms() - t0) / n;
-	print_message("knob_state_write: %.3f ms per write (state file in %s)\n", per, t->state);
+	print_message("knob_state_set: %.3f ms per write (state file in %s)\n", per, t->state);
 	knob_state_free(s); /* dies without restoring */
 	knobs_free(k);
 
@@ -758,7 +780,7 @@ static void test_v2_bfq(void **state)
 	assert_string_equal(knob_path(k, KNOB_IO_WEIGHT), "a/b/io.bfq.weight");
 	assert_true(rd(k, KNOB_IO_WEIGHT) == 100);
 	assert_int_equal(knob_state_open(t->state, &s), 0);
-	assert_int_equal(knob_state_write(s, t->base, "/a/b", KNOB_IO_WEIGHT, k, 100, 10), 0);
+	assert_int_equal(state_write(s, t->base, "/a/b", KNOB_IO_WEIGHT, k, 100, 10), 0);
 	assert_string_equal(get(t->base, "a/b/io.bfq.weight"), "default 10");
 	assert_string_equal(get(t->base, "a/b/io.weight"), "default 100"); /* io.cost's: untouched */
 	assert_true(rd(k, KNOB_IO_WEIGHT) == 10);
@@ -988,7 +1010,7 @@ static void test_subtree_enable_restore(void **state)
 	k = open_ok(t, "/batch.slice/jobs.slice/job.scope");
 	assert_true(knob_available(k, KNOB_CPU_WEIGHT, NULL));
 	assert_true(knob_available(k, KNOB_CPU_QUOTA, NULL));
-	assert_int_equal(knob_state_write(s, t->base, "/batch.slice/jobs.slice/job.scope", KNOB_CPU_WEIGHT, k,
+	assert_int_equal(state_write(s, t->base, "/batch.slice/jobs.slice/job.scope", KNOB_CPU_WEIGHT, k,
 					  100, 10), 0);
 	assert_string_equal(get(t->base, "batch.slice/jobs.slice/job.scope/cpu.weight"), "10");
 	knobs_free(k);
@@ -1107,24 +1129,22 @@ static void test_subtree_half(void **state)
 static void test_subtree_hostile(void **state)
 {
 	struct tree *t = *state;
-	struct json_object *knobs;
 	char doc[2048];
 
 	snprintf(doc, sizeof(doc), "{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
 		 "\"cgroup_base\":\"%s\",\"cgroup\":\"/\",\"controller\":\"cpu\",\"original\":\"\"}]}", t->base);
-	assert_int_equal(knob_state_parse(doc, strlen(doc), "state.json", &knobs), -EBADMSG);
+	assert_int_equal(parse_doc(doc), -EBADMSG);
 	snprintf(doc, sizeof(doc), "{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
 		 "\"cgroup_base\":\"%s\",\"cgroup\":\"/a/../\",\"controller\":\"cpu\",\"original\":\"\"}]}", t->base);
-	assert_int_equal(knob_state_parse(doc, strlen(doc), "state.json", &knobs), -EBADMSG);
+	assert_int_equal(parse_doc(doc), -EBADMSG);
 	snprintf(doc, sizeof(doc), "{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
 		 "\"cgroup_base\":\"%s\",\"cgroup\":\"/batch.slice\",\"controller\":\"memory\",\"original\":\"\"}]}",
 		 t->base);
-	assert_int_equal(knob_state_parse(doc, strlen(doc), "state.json", &knobs), -EBADMSG);
+	assert_int_equal(parse_doc(doc), -EBADMSG);
 	snprintf(doc, sizeof(doc), "{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
 		 "\"cgroup_base\":\"%s\",\"cgroup\":\"/batch.slice\",\"controller\":\"cpu\",\"original\":\"\"}]}",
 		 t->base);
-	assert_int_equal(knob_state_parse(doc, strlen(doc), "state.json", &knobs), 0);
-	json_object_put(knobs);
+	assert_int_equal(parse_doc(doc), 0);
 	assert_int_equal(knob_subtree_restore(t->base, "/", "cpu", fake_kernel, t, NULL, NULL, doc, sizeof(doc)),
 			 -EPERM);
 	assert_string_equal(writes, "");

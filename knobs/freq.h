@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * CPU frequency limits through libcpupower (knob_freq.c), for the actuators
+ * CPU frequency limits through libcpupower (freq.c), for the actuators
  * (knob.c). Not named cpufreq.h: that is libcpupower's header.
  * libcpupower reads and writes under the fixed /sys/devices/system/cpu,
  * so tests give it a fake tree by bind-mounting one over that directory in
- * a private mount namespace. Internal to controller/knob*.c.
+ * a private mount namespace. Internal to knobs/.
  */
 #ifndef TW_KNOB_FREQ_H
 #define TW_KNOB_FREQ_H

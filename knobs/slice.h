@@ -57,4 +57,17 @@ int knob_slice_thread_start(pid_t tid, uint64_t *start);
 int knob_slice_threads(const char *cgroup_base, const char *root, const char *rel, pid_t *tids,
 		       size_t max, size_t *n, bool *capped, char *file, size_t filelen);
 
+/* What a write of the slice backend (knob_backend_slice) did with a cgroup's threads. */
+struct slice_tally {
+	unsigned set;        /* given the slice now */
+	unsigned kept;       /* had it already */
+	unsigned gone;       /* exited meanwhile */
+	unsigned not_fair;   /* not SCHED_OTHER or SCHED_BATCH: left alone */
+	unsigned left_alone; /* changed by someone else after us, now or before */
+	unsigned changed;    /* of those, found changed this call */
+	unsigned failed;
+	bool capped;         /* more than KNOB_SLICE_MAX_THREADS: only the first got it */
+	char file[4096];     /* the threads' file read */
+};
+
 #endif

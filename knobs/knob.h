@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "knobs/record.h"
 #include "policies/action.h"
 
 struct knobs;
@@ -54,31 +55,17 @@ int knob_write(struct knobs *k, enum action_knob kind, double value);
 /* The file(s) a knob writes, for logs ("cpu/web/cpu.cfs_quota_us"). */
 const char *knob_path(const struct knobs *k, enum action_knob kind);
 
-/* Called with one line in words per file or CPU a restore put back. */
-typedef void (*knob_report_fn)(void *userdata, const char *line);
-
-/* For knob_state.c: exact originals as JSON, and putting them back. */
-struct json_object;
-/* The file contents behind a knob, or the per-CPU maximum frequency. 0 or -errno. */
-int knob_snapshot(struct knobs *k, enum action_knob kind, struct json_object **out);
 /*
- * Write a snapshot of the knob kind of cgroup (relative to cgroup_base)
- * back, verified. A snapshot comes from a file and is checked first:
- * each path must be that knob's file of that cgroup in the v2 root or
- * its v1 hierarchy, each value one the file can hold (-EBADMSG,
- * -ERANGE). Files are opened from the root without following symbolic
- * links and never above it (-ELOOP, -EXDEV), and must be regular files
- * on a cgroup file system (-EMEDIUMTYPE; in a test tree, a plain
- * directory not a mount point, its own files count). When the snapshot
- * says what we last wrote ("written"), a file holding neither that nor
- * the original was changed by someone else: nothing is written,
- * -ESTALE. -ENOENT when the cgroup is gone. Other failures -errno. why
- * (may be NULL) gets the reason in words, for every negative return but
- * -ENOENT.
+ * The backends of cgroup files and of the CPU frequency (record.h). A
+ * record is checked before it is restored: each path must be that knob's
+ * file of that cgroup in the v2 root or its v1 hierarchy, each value one
+ * the file can hold (-EBADMSG, -ERANGE). Files are opened from the root
+ * without following symbolic links and never above it (-ELOOP, -EXDEV),
+ * and must be regular files on a cgroup file system (-EMEDIUMTYPE; in a
+ * test tree, a plain directory not a mount point, its own files count).
+ * The controllers' backend enables one in a subtree_control (t->cgroup,
+ * t->controller) and undoes it with knob_subtree_restore().
  */
-int knob_snapshot_restore(const char *cgroup_base, const char *cgroup, enum action_knob kind,
-			  struct json_object *snap, knob_report_fn fn, void *userdata,
-			  char *why, size_t whylen);
 /*
  * Open rel below dirfd with flags, following no symbolic link and never
  * leaving dirfd's tree: openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS), or
@@ -106,14 +93,8 @@ int knob_subtree_plan(const char *cgroup_base, const char *rel, const char *ctrl
 int knob_cgroup_read(const char *cgroup_base, const char *cgroup, const char *name, char *buf,
 		     size_t len);
 /*
- * What writes change ("+cpu", "-io") into cgroup.subtree_control of
- * cgroup: knob_subtree_write(), or a test's stand-in for the kernel.
- * 0 or -errno (-EBUSY: the kernel refused).
- */
-typedef int (*knob_subtree_write_fn)(void *userdata, const char *cgroup_base, const char *cgroup,
-				     const char *change);
-/*
- * The real one: the file opened as knob_snapshot_restore() opens knob
+ * The kernel's writer of cgroup.subtree_control (knob_subtree_write_fn):
+ * the file opened as a restore opens knob
  * files (no link followed, never above the root, on a cgroup file
  * system). Never the root's: -EPERM. userdata is unused. 0 or -errno.
  */

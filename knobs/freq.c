@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "controller/knob_freq.h"
+#include "knobs/freq.h"
 
 /* In libcpupower since Linux 4.x, but Debian's libcpupower-dev lacks cpupower.h. */
 int cpupower_is_cpu_online(unsigned int cpu);

@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
-#include "controller/unit.h"
+#include "knobs/record.h"
+#include "knobs/unit.h"
 
 #define SD_DEST "org.freedesktop.systemd1"
 #define SD_PATH "/org/freedesktop/systemd1"
@@ -298,3 +299,143 @@ int unit_set(struct unit_bus *b, const char *unit, enum action_knob kind, uint64
 	sd_bus_error_free(&err);
 	return r < 0 ? r : 0;
 }
+
+/* ---- the backend of Unit= knobs (record.h) ---- */
+
+static int unit_rec(const struct knob_target *t, enum action_knob kind, struct knob_record *r)
+{
+	struct unit_props p;
+	int ret;
+
+	if (!t->bus)
+		return -ENOTCONN;
+	if (!unit_property(kind))
+		return -EOPNOTSUPP;
+	ret = unit_get(t->bus, t->unit, &p);
+	if (ret)
+		return ret;
+	r->unit.unit = strdup(t->unit);
+	r->unit.property = strdup(unit_property(kind));
+	r->unit.bus = strdup(unit_bus_address(t->bus));
+	r->unit.value = p.raw[kind];
+	return r->unit.unit && r->unit.property && r->unit.bus ? 0 : -ENOMEM;
+}
+
+static int unit_wr(const struct knob_target *t, const struct knob_env *env, struct knob_record *r,
+		   double value, const char *sval)
+{
+	(void)env;
+	(void)sval;
+	if (!t->bus)
+		return -ENOTCONN;
+	return unit_set(t->bus, t->unit, r->knob, unit_value_to_raw(r->knob, value));
+}
+
+static int unit_written(const struct knob_target *t, struct knob_record *r, double value, const char *sval)
+{
+	(void)t;
+	(void)sval;
+	r->unit.written = unit_value_to_raw(r->knob, value);
+	r->unit.has_written = true;
+	r->written = unit_raw_to_value(r->knob, r->unit.written);
+	r->has_written = true;
+	return 0;
+}
+
+static enum action_knob unit_kind(const struct knob_record *r)
+{
+	for (int k = 0; k < KNOB_MAX; k++)
+		if (unit_property(k) && !strcmp(unit_property(k), r->unit.property))
+			return k;
+	return KNOB_MAX;
+}
+
+/* The bus the record was made on; no bus is not "unit gone". */
+static int unit_rec_bus(const struct knob_record *r, struct unit_bus **b, char *why, size_t whylen)
+{
+	const char *msg = NULL;
+	int ret;
+
+	if (unit_kind(r) == KNOB_MAX) {
+		snprintf(why, whylen, "\"%s\" is not a property tailwarden sets", r->unit.property);
+		return -EBADMSG;
+	}
+	ret = unit_bus_open(CONFIG_BUS_AUTO, *r->unit.bus ? r->unit.bus : NULL, b, &msg);
+	if (ret) {
+		snprintf(why, whylen, "%s", msg ? msg : strerror(-ret));
+		return ret == -ENOENT ? -ECONNREFUSED : ret;
+	}
+	return 0;
+}
+
+/* The property still what we set, or already back; else an administrator's (set-property) now. */
+static int unit_verify(const struct knob_env *env, struct knob_record *r, char *why, size_t whylen)
+{
+	struct unit_props p;
+	struct unit_bus *b;
+	enum action_knob k = unit_kind(r);
+	int ret;
+
+	(void)env;
+	if (why && whylen)
+		*why = '\0';
+	ret = unit_rec_bus(r, &b, why, whylen);
+	if (ret)
+		return ret;
+	ret = unit_get(b, r->unit.unit, &p);
+	unit_bus_free(b);
+	if (ret == -ENOENT)
+		return ret;
+	if (ret) {
+		snprintf(why, whylen, "reading %s of %s: %s", r->unit.property, r->unit.unit, strerror(-ret));
+		return ret;
+	}
+	if (r->unit.has_written && p.raw[k] != r->unit.written && p.raw[k] != r->unit.value) {
+		char now[32], ours[32];
+
+		snprintf(now, sizeof(now), "%llu", (unsigned long long)p.raw[k]);
+		snprintf(ours, sizeof(ours), "%llu", (unsigned long long)r->unit.written);
+		snprintf(why, whylen, "%s %s is %s, we set %s", r->unit.unit, r->unit.property,
+			 p.raw[k] == UINT64_MAX ? "not set" : now, r->unit.written == UINT64_MAX ? "not set" : ours);
+		return -ESTALE;
+	}
+	return 0;
+}
+
+static int unit_restore(const struct knob_env *env, struct knob_record *r, knob_report_fn fn, void *userdata,
+			char *why, size_t whylen)
+{
+	struct unit_bus *b;
+	char line[512];
+	int ret;
+
+	(void)env;
+	ret = unit_rec_bus(r, &b, why, whylen);
+	if (ret)
+		return ret;
+	ret = unit_set(b, r->unit.unit, unit_kind(r), r->unit.value);
+	unit_bus_free(b);
+	if (ret) {
+		if (ret != -ENOENT)
+			snprintf(why, whylen, "SetUnitProperties(%s, %s): %s", r->unit.unit, r->unit.property,
+				 strerror(-ret));
+		return ret;
+	}
+	if (r->unit.value == UINT64_MAX)
+		snprintf(line, sizeof(line), "%s %s: reset (not set)", r->unit.unit, r->unit.property);
+	else
+		snprintf(line, sizeof(line), "%s %s: %llu", r->unit.unit, r->unit.property,
+			 (unsigned long long)r->unit.value);
+	if (fn)
+		fn(userdata, line);
+	return 0;
+}
+
+const struct knob_backend knob_backend_unit = {
+	.describe = "systemd unit properties",
+	.record = unit_rec,
+	.write = unit_wr,
+	.written = unit_written,
+	.verify = unit_verify,
+	.restore = unit_restore,
+};

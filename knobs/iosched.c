@@ -21,8 +21,8 @@
 #include <unistd.h>
 #include "common/fileio.h"
 #include "common/log.h"
-#include "controller/iosched.h"
-#include "controller/knob_state.h"
+#include "knobs/iosched.h"
+#include "knobs/state.h"
 
 #define SYS_BLOCK "/sys/block"
 
@@ -301,3 +301,98 @@ int iosched_setup(struct iosched_setup *o)
 	iosched_devices_free(all);
 	return n;
 }
+
+/* ---- the backend of IOScheduler= (record.h): a disk's scheduler, by name ---- */
+
+static int iosched_rec(const struct knob_target *t, enum action_knob kind, struct knob_record *r)
+{
+	struct iosched now;
+	int ret;
+
+	(void)kind;
+	ret = iosched_get(t->device, &now);
+	if (ret)
+		return ret;
+	r->iosched.device = strdup(t->device);
+	r->iosched.original = strdup(now.current);
+	return r->iosched.device && r->iosched.original ? 0 : -ENOMEM;
+}
+
+static int iosched_wr(const struct knob_target *t, const struct knob_env *env, struct knob_record *r,
+		      double value, const char *sval)
+{
+	(void)env;
+	(void)r;
+	(void)value;
+	return iosched_set(t->device, sval);
+}
+
+static int iosched_written(const struct knob_target *t, struct knob_record *r, double value, const char *sval)
+{
+	(void)t;
+	(void)value;
+	free(r->iosched.written);
+	r->iosched.written = strdup(sval);
+	r->has_written = r->iosched.written;
+	return r->iosched.written ? 0 : -ENOMEM;
+}
+
+/* Still what we set, or already back; else someone picked another by hand. */
+static int iosched_verify(const struct knob_env *env, struct knob_record *r, char *why, size_t whylen)
+{
+	struct iosched now;
+	int ret;
+
+	(void)env;
+	ret = iosched_get(r->iosched.device, &now);
+	if (ret == -EMEDIUMTYPE)
+		snprintf(why, whylen, "/sys/block/%s/queue/scheduler is not on sysfs", r->iosched.device);
+	if (ret)
+		return ret;
+	if (strcmp(now.current, r->iosched.original) && r->iosched.written &&
+	    strcmp(now.current, r->iosched.written)) {
+		snprintf(why, whylen, "its scheduler is %s, not %s as we set it", now.current, r->iosched.written);
+		return -ESTALE;
+	}
+	return 0;
+}
+
+static int iosched_restore(const struct knob_env *env, struct knob_record *r, knob_report_fn fn,
+			   void *userdata, char *why, size_t whylen)
+{
+	const char *dev = r->iosched.device, *orig = r->iosched.original;
+	struct iosched now;
+	char line[256];
+	int ret;
+
+	(void)env;
+	ret = iosched_get(dev, &now);
+	if (ret == -EMEDIUMTYPE)
+		snprintf(why, whylen, "/sys/block/%s/queue/scheduler is not on sysfs", dev);
+	if (ret)
+		return ret;
+	if (strcmp(now.current, orig)) {
+		if (!iosched_offers(&now, orig)) {
+			snprintf(why, whylen, "%s does not offer the scheduler %s", dev, orig);
+			return -EBADMSG;
+		}
+		ret = iosched_set(dev, orig);
+		if (ret) {
+			snprintf(why, whylen, "failed to switch %s to %s: %s", dev, orig, strerror(-ret));
+			return ret;
+		}
+	}
+	snprintf(line, sizeof(line), "/sys/block/%s/queue/scheduler: %s", dev, orig);
+	if (fn)
+		fn(userdata, line);
+	return 0;
+}
+
+const struct knob_backend knob_backend_iosched = {
+	.describe = "disk I/O schedulers",
+	.record = iosched_rec,
+	.write = iosched_wr,
+	.written = iosched_written,
+	.verify = iosched_verify,
+	.restore = iosched_restore,
+};

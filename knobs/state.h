@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-#include "controller/knob.h"
+#include "knobs/knob.h"
+#include "knobs/record.h"
+#include "knobs/slice.h"
 
 /*
  * Originals, recorded in a state file before the first write of each
@@ -36,47 +38,37 @@ int knob_state_dir(const char *dir, bool create, const char **why);
 int knob_state_open(const char *dir, struct knob_state **out);
 void knob_state_free(struct knob_state *s);
 /*
- * Parse the text of a state file (name is for messages) into its "knobs"
- * array, checking every record's fields, types and ranges. 0, or
- * -EBADMSG with the reason logged as "NAME: byte N: ..." or
- * "NAME: knobs[I]: ...".
+ * Parse the text of a state file (name is for messages) into its records
+ * (*out, *n; each freed with knob_record_free(), then *out with free()),
+ * checking every field's type and range first. 0, or -EBADMSG with the
+ * reason logged as "NAME: byte N: ..." or "NAME: knobs[I]: ...".
  */
-int knob_state_parse(const char *text, size_t len, const char *name, struct json_object **knobs);
+int knob_state_parse(const char *text, size_t len, const char *name, struct knob_record **out,
+		     size_t *n);
 /*
- * Record the original of (cgroup rel, kind) if not yet recorded: the file
- * contents (per CPU for the frequency) as they are now, so that a restore
- * puts back exactly those; original is kept for the record. The file is on
- * disk when this returns 0. 0 or -errno.
+ * The one write path, for every backend (record.h): t and kind say
+ * which (t->unit: a unit's property; kind KNOB_SCHED_SLICE: the threads
+ * of t->cgroup; KNOB_CPU_FREQ: the CPUs of its cpuset; else its files).
+ * The original is recorded if it is not yet (original in canonical units,
+ * for people; the backend records the exact one), on disk before the
+ * first write; what we wrote last is forgotten on disk; the value is
+ * written (verified); and what the target holds after it is noted on
+ * disk, so that a restore after a crash tells our last write from someone
+ * else's change. A slice of 0 gives the threads their own back and drops
+ * the record. 0 or -errno of the record or the write (a failure to note
+ * what was written only leaves the knob restorable as before, and is not
+ * one).
  */
+int knob_state_set(struct knob_state *s, const struct knob_target *t, enum action_knob kind,
+		   double original, double value);
+/* Record the original of cgroup rel's knob kind without writing (for tests). 0 or -errno. */
 int knob_state_record(struct knob_state *s, const char *cgroup_base, const char *rel,
 		      enum action_knob kind, double original);
 /*
- * Record the original (as knob_state_record()), write value with
- * knob_write(), and record what the files hold after it as "written", so
- * that a restore after a crash can tell our last write from someone
- * else's change. The state file is rewritten before the write (dropping
- * the previous "written") and after it. 0 or -errno of the record or the
- * write (a failure to record "written" only leaves the knob restorable
- * as before, and is not one).
+ * Drop the record of (t, kind): someone else changed the knob after us,
+ * so it is theirs now and is not restored. 0 or -errno.
  */
-int knob_state_write(struct knob_state *s, const char *cgroup_base, const char *rel,
-		     enum action_knob kind, struct knobs *k, double original, double value);
-/*
- * Drop the record of (cgroup rel, kind): someone else changed the knob
- * after us, so it is theirs now and is not restored. 0 or -errno.
- */
-int knob_state_forget(struct knob_state *s, const char *cgroup_base, const char *rel,
-		      enum action_knob kind);
-/*
- * Unit= knobs: record the unit's property as it is now (raw, as
- * unit_get() read it) before our first SetUnitProperties; a restore sets
- * it back on the same bus (address as unit_bus_address() gave it). rel is
- * the unit's cgroup then, for people. 0 or -errno.
- */
-int knob_state_record_unit(struct knob_state *s, const char *bus_address, const char *unit,
-			   const char *cgroup_base, const char *rel, enum action_knob kind,
-			   double original, uint64_t raw);
-int knob_state_forget_unit(struct knob_state *s, const char *unit, enum action_knob kind);
+int knob_state_forget(struct knob_state *s, const struct knob_target *t, enum action_knob kind);
 /*
  * A service's cgroup was replaced by a new one (a restart): its records
  * (all but the frequency's, which belongs to the CPUs) no longer describe
@@ -133,39 +125,10 @@ int knob_state_restore_knobs(struct knob_state *s, const char *cgroup_base);
 int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
 				  knob_report_fn fn, void *userdata, int *left_alone);
 
-/* What knob_state_slice() did with the threads it was given. */
-struct slice_tally {
-	unsigned set;        /* given the slice now */
-	unsigned kept;       /* had it already */
-	unsigned gone;       /* exited meanwhile */
-	unsigned not_fair;   /* not SCHED_OTHER or SCHED_BATCH: left alone */
-	unsigned left_alone; /* changed by someone else after us, now or before */
-	unsigned changed;    /* of those, found changed this call */
-	unsigned failed;
-};
-/*
- * Slice=: give each thread of tids[] (the threads of cgroup rel) the
- * slice ns. A thread not yet recorded gets its original recorded first
- * (tid, start time, slice: 0 when it is default_ns, the kernel's
- * default), all of them on disk in one write before any slice is set;
- * a recorded thread that has the slice is left as it is; one whose slice
- * someone else changed is marked left alone and never touched again.
- * Threads that are gone are skipped. 0, or -errno (of the record, or the
- * first write that failed: the others are still tried).
- */
-int knob_state_slice(struct knob_state *s, const char *cgroup_base, const char *rel,
-		     const pid_t *tids, size_t n, uint64_t ns, uint64_t default_ns,
-		     struct slice_tally *tally);
-/*
- * Give the threads of cgroup rel their own slices back (each only while
- * it still has ours) and drop the record. 0 or -errno (the record kept).
- */
-int knob_state_slice_release(struct knob_state *s, const char *cgroup_base, const char *rel);
-
 /*
  * IOScheduler=: record the scheduler of block device dev as it is now (if
  * not yet recorded), then switch it to name (iosched_set()), and record
- * name as "written", as knob_state_write() does for a knob. A restore
+ * name as "written", as knob_state_set() does for a knob. A restore
  * puts the original back while the device still runs what we wrote.
  * 0 or -errno of the record or the switch.
  */
