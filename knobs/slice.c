@@ -313,6 +313,7 @@ static int slice_wr(const struct knob_target *t, const struct knob_env *env, str
 			thread_drop(r, todo[k].tid);
 		goto out;
 	}
+	dirty = false;
 	for (size_t k = 0; k < ntodo; k++) {
 		ret = knob_slice_set(todo[k].tid, &todo[k].at, ns);
 		if (!ret) {
@@ -326,7 +327,10 @@ static int slice_wr(const struct knob_target *t, const struct knob_env *env, str
 			tally->failed++;
 		}
 		thread_drop(r, todo[k].tid); /* not changed (or gone): nothing to restore */
+		dirty = true;
 	}
+	if (dirty && env->save(env->save_ctx))
+		log_debug("Failed to drop the threads not changed from the state file");
 	ret = first;
 out:
 	free(tids);

@@ -240,13 +240,17 @@ static int set(struct knob_state *s, const struct knob_target *t, enum knob_back
 		if (ret) /* the file may still say what we wrote before: do not write */
 			return ret;
 	}
-	ret = b->write(t, &s->env, r, value, sval);
 	if (id == KNOB_BACKEND_SLICE) {
+		/* Each tick, for new threads: on disk only when something changed. */
+		bool changed = !r->has_written || r->written != value;
+
+		ret = b->write(t, &s->env, r, value, sval);
 		b->written(t, r, value, sval);
-		if (save(s))
-			log_debug("Failed to save the threads of %s given the slice", t->cgroup);
+		if (changed && save(s))
+			log_debug("Failed to save the slice of %s", t->cgroup);
 		return ret;
 	}
+	ret = b->write(t, &s->env, r, value, sval);
 	if (ret)
 		return ret;
 	/* Not on disk: the record stays "unknown" and is restored as before. */
