@@ -816,7 +816,7 @@ def syscalls(args):
         benchdoc.md_table(header, rows)])
     print("added = median over rounds of (mode - same round untraced), ns per operation; "
           "spread = max - min\nof the untraced runs. floor = empty BPF programs on "
-          "tcp_rcv_space_adjust and sock_send_length:\nwhat any program on those hooks "
+          "the default sensors' hooks\n(tests/bench/floor.bpf.c): what any program on those hooks "
           "costs here before doing any work. The round trip is one\nthread playing client "
           "and server on one connection: two sends, two receives, the server's\nspan "
           "counted, as for one small request.")

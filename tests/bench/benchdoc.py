@@ -57,11 +57,16 @@ def commit():
     try:
         h = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                            capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+        # The pages the benchmarks write do not make the tree another one.
+        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no",
+                                "--", ".", ":!docs/benchmarks.md", ":!README.md"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
         return (h + ("+changes" if dirty else "")) if h else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+COMMIT = commit()  # at the start of the run, before it writes any page
 
 
 def facts():
@@ -71,7 +76,7 @@ def facts():
             mem = int(line.split()[1]) // (1024 * 1024)
     return ("Measured %s UTC at commit %s; kernel %s, %d CPUs (%s), %d GiB, Spectre v2: %s."
             % (datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
-               commit(), platform.release(), os.cpu_count() or 0, cpu_model(), mem,
+               COMMIT, platform.release(), os.cpu_count() or 0, cpu_model(), mem,
                mitigations()))
 
 
