@@ -837,7 +837,8 @@ def readme_line():
             parts.append("%s %.0f ns (%.0f with its client's events; paired throughput %.3f)"
                          % (kind, r["srv"], r["total"], r["paired"]))
     line = ("**What a user pays**, measured by `make bench` (%s, kernel %s): BPF CPU per request "
-            "on the server's side, at saturation on loopback: %s." % (
+            "on the server's side at saturation on loopback, from the kernel's statistics (their "
+            "own clock reads included): %s." % (
                 datetime.date.today().isoformat(), os.uname().release, "; ".join(parts)))
     run = RESULTS.get("run")
     if run and len(run) > 1:
