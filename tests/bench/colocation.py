@@ -46,6 +46,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import twtest as tw  # noqa: E402
 import colo  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchdoc  # noqa: E402
 from colo import fmt_us  # noqa: E402
 
 ARM_S = 60
@@ -223,6 +225,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(tw.REPO, ".output", "bench"))
     ap.add_argument("--arms", default=",".join(ARMS),
                     help="comma-separated subset of %s" % ",".join(ARMS))
+    ap.add_argument("--no-docs", action="store_true",
+                    help="do not write the co-location block of docs/benchmarks.md")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("colocation: must run as root (BPF and cgroups)")
@@ -292,6 +296,10 @@ def main():
     with open(os.path.join(args.out, "colocation.md"), "w") as f:
         f.write("# Co-location benchmark\n\n```\n%s\n```\n\n%s\n" % (
             "\n".join(lines), "![p99 per window](colocation.png)" if plotted else ""))
+    if not args.no_docs and args.arms == ",".join(ARMS):
+        benchdoc.write(benchdoc.DOC, {"colocation": "%s\n\n`tests/bench/colocation.py`, %d "
+                                      "repetitions of each arm, interleaved:\n\n```\n%s\n```"
+                                      % (benchdoc.facts(), args.reps, "\n".join(lines))})
     say("report: %s (tailwarden's decisions and log: colocation-rep*.decisions.jsonl, *.run.log)"
         % os.path.relpath(os.path.join(args.out, "colocation.md")))
     return 0
