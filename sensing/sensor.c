@@ -60,16 +60,6 @@ const char *sensor_mode_name(enum sensor_mode mode)
 	return mode_names[mode];
 }
 
-const char *sensor_phase_name(unsigned phase)
-{
-	static const char *const names[TW_PHASES] = {
-		[TW_PHASE_QUEUED] = "queued",
-		[TW_PHASE_SERVICE] = "service",
-		[TW_PHASE_SENDING] = "sending",
-	};
-
-	return phase < TW_PHASES ? names[phase] : "?";
-}
 
 /*
  * The hooks a kernel offers the request sensor, found in its BTF. Which

@@ -59,8 +59,20 @@ struct qos_sample {
 	bool phase_on[TW_PHASES];
 };
 
-/* A phase's name: "queued", "service", "sending". */
-const char *sensor_phase_name(unsigned phase);
+/*
+ * A phase's name: "queued", "service", "sending". Inline: the exposition
+ * and its tests use it without the BPF half.
+ */
+static inline const char *sensor_phase_name(unsigned phase)
+{
+	static const char *const names[TW_PHASES] = {
+		[TW_PHASE_QUEUED] = "queued",
+		[TW_PHASE_SERVICE] = "service",
+		[TW_PHASE_SENDING] = "sending",
+	};
+
+	return phase < TW_PHASES ? names[phase] : "?";
+}
 
 struct sensor;
 struct sensor_snapshot;
