@@ -126,8 +126,13 @@ struct json_object *output_sample_json(const struct qos_sample *s, const char *p
 	json_object_object_add(o, "interval_s", num(s->interval_s, "%.3f"));
 	add_u64(o, "requests", s->requests);
 	json_object_object_add(o, "rps", num(s->requests / iv, "%.1f"));
-	json_object_object_add(o, "latency_us", latency_json(&s->latency));
-	json_object_object_add(o, "ttfb_us", latency_json(&s->ttfb));
+	/*
+	 * No requests, no latency: a reply that began in an earlier window and
+	 * kept sending moves its span to a later bucket in this one, which is
+	 * not a request of this window.
+	 */
+	json_object_object_add(o, "latency_us", s->requests ? latency_json(&s->latency) : NULL);
+	json_object_object_add(o, "ttfb_us", s->requests ? latency_json(&s->ttfb) : NULL);
 	json_object_object_add(o, "phases", phases_json(s));
 	add_u64(o, "bytes_in", s->bytes_in);
 	add_u64(o, "bytes_out", s->bytes_out);
@@ -297,12 +302,13 @@ void output_table_row(FILE *f, const struct qos_sample *s, const char *path,
 
 	/* A phase's p99, or - where the mode does not see it or nothing was served. */
 	for (unsigned i = 0; i < TW_PHASES; i++)
-		output_fmt_duration(ph[i], sizeof(ph[i]),
-				    s->phase_on[i] ? hist_percentile(&s->phase[i], 0.99) : -1);
+		output_fmt_duration(ph[i], sizeof(ph[i]), s->requests && s->phase_on[i] ?
+				    hist_percentile(&s->phase[i], 0.99) : -1);
 	output_fmt_rate(rps, sizeof(rps), s->requests / iv);
-	output_fmt_duration(p50, sizeof(p50), hist_percentile(&s->latency, 0.50));
-	output_fmt_duration(p99, sizeof(p99), hist_percentile(&s->latency, 0.99));
-	output_fmt_duration(p999, sizeof(p999), hist_percentile(&s->latency, 0.999));
+	/* No requests: "-", even if a reply of an earlier window moved on (output_sample_json). */
+	output_fmt_duration(p50, sizeof(p50), s->requests ? hist_percentile(&s->latency, 0.50) : -1);
+	output_fmt_duration(p99, sizeof(p99), s->requests ? hist_percentile(&s->latency, 0.99) : -1);
+	output_fmt_duration(p999, sizeof(p999), s->requests ? hist_percentile(&s->latency, 0.999) : -1);
 	output_fmt_rate(in, sizeof(in), s->bytes_in / iv);
 	output_fmt_rate(out, sizeof(out), s->bytes_out / iv);
 	if (!path) {

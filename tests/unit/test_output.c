@@ -203,6 +203,21 @@ static void test_json_no_requests(void **state)
 	assert_int_equal(get_u64(o, "bytes_in"), 10);
 	json_object_put(o);
 	free(line);
+
+	/*
+	 * A reply of an earlier window that kept sending moved its span to a
+	 * later bucket in this one: still no request, so still no latency.
+	 */
+	hist_add(&s.latency, 128000000, 1);
+	hist_add(&s.phase[TW_PHASE_SENDING], 127000000, 1);
+	s.phase_on[TW_PHASE_SENDING] = true;
+	line = render(&s, "/idle", &drops);
+	o = parse_line(line);
+	assert_null(get(o, "latency_us"));
+	assert_null(get(o, "ttfb_us"));
+	assert_null(get(o, "phases"));
+	json_object_put(o);
+	free(line);
 }
 
 /*
