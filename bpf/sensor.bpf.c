@@ -496,8 +496,7 @@ static __always_inline void reply_start(struct conn *c, __u64 now)
 	h = conn_hists(c);
 	b = hist_bucket_of(span);
 	if (h) {
-		__sync_fetch_and_add(&h->requests, 1);
-		hist_add(h->ttfb, b, 1);
+		hist_add(h->ttfb, b, 1); /* also the count of requests (sensor_abi.h) */
 		hist_add(h->latency, b, 1);
 		if (arrival_stamps)
 			hist_add(h->phase[TW_PHASE_QUEUED], hist_bucket_of(queued), 1);

@@ -72,7 +72,12 @@ struct tw_cg_counters {
  */
 struct tw_cg_hists {
 	__u64 cgid;         /* the cgroup2 id this slot belongs to, 0 = free */
-	__u64 requests;     /* served requests: reply starts */
+	/*
+	 * Served requests (reply starts) have no counter of their own: each
+	 * adds 1 to a bucket of ttfb, which never moves, so they are the sum
+	 * of its buckets. One atomic add less per request, to pay for the
+	 * phases'.
+	 */
 	__u64 out_requests; /* outbound (client-side) request/reply pairs */
 	__u32 latency[HIST_BUCKETS]; /* arrival -> last send of the reply */
 	__u32 ttfb[HIST_BUCKETS];    /* arrival -> first send of the reply */

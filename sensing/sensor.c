@@ -474,7 +474,6 @@ int sensor_sample(const struct sensor_snapshot *now, const struct sensor_snapsho
 		return -ENOENT;
 	if (!p)
 		p = &zero;
-	out->requests = n->h.requests - p->h.requests;
 	out->bytes_in = n->c.bytes_in - p->c.bytes_in;
 	out->bytes_out = n->c.bytes_out - p->c.bytes_out;
 	out->conns_open = n->c.conns_open;
@@ -484,6 +483,8 @@ int sensor_sample(const struct sensor_snapshot *now, const struct sensor_snapsho
 	out->spans_dropped = n->c.spans_dropped - p->c.spans_dropped;
 	hist_diff(&out->latency, n->h.latency, p->h.latency);
 	hist_diff(&out->ttfb, n->h.ttfb, p->h.ttfb);
+	/* Each request added 1 to a bucket of ttfb, which never moves (sensor_abi.h). */
+	out->requests = out->ttfb.total;
 	hist_diff(&out->outbound, n->h.outbound, p->h.outbound);
 	for (unsigned i = 0; i < TW_PHASES; i++) {
 		hist_diff(&out->phase[i], n->h.phase[i], p->h.phase[i]);
