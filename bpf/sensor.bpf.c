@@ -64,6 +64,12 @@ const volatile bool conns_by_addr = false;
  * conn_of).
  */
 const volatile bool outbound = false;
+/*
+ * Requests start at their bytes' arrival (the arrival mode), so the time
+ * they queued before the server's first read is a phase of its own. In
+ * the other modes they start at that read: no queued phase.
+ */
+const volatile bool arrival_stamps = false;
 
 /* Bytes are added to the per-cgroup counters in batches (see sensor.h). */
 #define FLUSH_BYTES (64 * 1024)
@@ -80,8 +86,16 @@ enum phase {
 /*
  * One connection's state. Every field is written in the context of the
  * task that reads or sends on the connection (and at its state changes),
- * so the line stays on that task's CPU; the 56 bytes share one cache line
- * with the storage element's map pointer, which every lookup reads.
+ * so the line stays on that task's CPU; the first 56 bytes share one cache
+ * line with the storage element's map pointer, which every lookup reads.
+ *
+ * mark_ns took it from 56 to 64 bytes: the request's phases need when the
+ * server first read it (queued | service) and when the first send of its
+ * reply ended (service | sending). No field free in both phases could
+ * hold either (last_send_ns is needed while the reply is sent, to tell a
+ * later send of the same reply; start_ns for the span), so one u64 holds
+ * each in turn. It sits last, in the element's next line, touched at the
+ * request's first read and at each send of its reply, by the same CPU.
  */
 struct conn {
 	__u64 cgid;	    /* cgroup the connection is attributed to, 0 = none yet */
@@ -97,8 +111,9 @@ struct conn {
 	__u8 phase;
 	__u8 dir;
 	__u8 sends;	    /* sends before the lag is sampled again */
+	__u64 mark_ns;	    /* server: the request's first read (PH_RECV), its reply's first send's end (PH_REPLY) */
 };
-_Static_assert(sizeof(struct conn) == 56, "one line with the map pointer");
+_Static_assert(sizeof(struct conn) == 64, "56 bytes in one line with the map pointer, mark_ns in the next");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -130,6 +145,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct tw_cg_hists);
 } tw_cg_hists SEC(".maps");
+
+/* Sums per slot, per CPU (sensor_abi.h): user space zeroes a slot with its histograms. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct tw_cg_sums);
+} tw_cg_sums SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -222,6 +245,17 @@ static __always_inline struct tw_cg_hists *conn_hists(struct conn *c)
 		return h;
 	c->hslot = 0;
 	return NULL;
+}
+
+/*
+ * The sums of the connection's cgroup, on this CPU: call after
+ * conn_hists() found its histograms, so the slot is the cgroup's.
+ */
+static __always_inline struct tw_cg_sums *conn_sums(struct conn *c)
+{
+	__u32 i = c->hslot - 1;
+
+	return bpf_map_lookup_elem(&tw_cg_sums, &i);
 }
 
 /* Add the connection's pending byte counts to its cgroup's. */
@@ -422,55 +456,104 @@ static __always_inline bool attribute(struct conn *c)
 /*
  * The server reads. Its first read after a reply, or on an idle
  * connection, starts a request: when its bytes came in (arrived, from the
- * socket's clock) or, without that, now.
+ * socket's clock) or, without that, now. Now is also when its queued phase
+ * ends (mark_ns): the one clock read a request costs the arrival mode.
  */
 static __always_inline void server_recv(struct conn *c, __u64 len, __u64 arrived)
 {
+	__u64 now;
+
 	add_bytes(c, &c->pend_in, len);
-	if (c->phase != PH_RECV)
-		c->start_ns = arrived ?: bpf_ktime_get_ns();
+	if (c->phase != PH_RECV) {
+		now = bpf_ktime_get_ns();
+		c->start_ns = arrived ?: now;
+		c->mark_ns = now;
+	}
 	c->phase = PH_RECV;
 }
 
-/* First send of a reply: count the request, put it in the histograms. */
+/*
+ * First send of a reply: count the request, put it in the histograms.
+ * Its span so far is queued (arrival -> first read) plus service (first
+ * read -> now); sending starts at 0, in bucket 0.
+ */
 static __always_inline void reply_start(struct conn *c, __u64 now)
 {
 	struct tw_cg_hists *h;
+	struct tw_cg_sums *sum;
+	__u64 span, queued;
 	__u32 b;
 
 	if (!span_ok(c, c->start_ns, now)) {
 		c->phase = PH_IDLE;
 		return;
 	}
+	span = now - c->start_ns;
+	/* The socket's clock and ours may disagree by a hair: clamp. */
+	queued = c->mark_ns > c->start_ns ? c->mark_ns - c->start_ns : 0;
+	if (queued > span)
+		queued = span;
 	h = conn_hists(c);
-	b = hist_bucket_of(now - c->start_ns);
+	b = hist_bucket_of(span);
 	if (h) {
-		__sync_fetch_and_add(&h->requests, 1);
-		hist_add(h->ttfb, b, 1);
+		hist_add(h->ttfb, b, 1); /* also the count of requests (sensor_abi.h) */
 		hist_add(h->latency, b, 1);
+		if (arrival_stamps)
+			hist_add(h->phase[TW_PHASE_QUEUED], hist_bucket_of(queued), 1);
+		hist_add(h->phase[TW_PHASE_SERVICE], hist_bucket_of(span - queued), 1);
+		/* Sending: 0 so far, bucket 0, which is not counted (sensor_abi.h). */
+		sum = conn_sums(c);
+		if (sum) {
+			sum->span_ns += span;
+			sum->phase_ns[TW_PHASE_QUEUED] += queued;
+			sum->phase_ns[TW_PHASE_SERVICE] += span - queued;
+		}
 	}
 	c->bucket = b;
 	c->phase = PH_REPLY;
 	c->last_send_ns = now;
+	c->mark_ns = now;
 	maybe_flush(c, now);
 }
 
-/* A later send of the same reply: its span now ends here. */
+/*
+ * A later send of the same reply: its span, and its sending phase (since
+ * the first send's end, mark_ns), now end here; both grow by the time
+ * since the previous send.
+ */
 static __always_inline void reply_more(struct conn *c, __u64 now)
 {
 	struct tw_cg_hists *h;
-	__u32 b;
+	struct tw_cg_sums *sum;
+	__u32 b, sb, sb_was;
+	__u64 d;
 
 	if (now - c->last_send_ns > quiet_ns || !span_ok(c, c->start_ns, now)) {
 		/* Quiet too long: this send is not part of the reply. */
 		c->phase = PH_IDLE;
 		return;
 	}
-	b = hist_bucket_of(now - c->start_ns);
-	if (b != c->bucket && (h = conn_hists(c))) {
-		hist_add(h->latency, c->bucket, -1);
-		hist_add(h->latency, b, 1);
-		c->bucket = b;
+	d = now - c->last_send_ns;
+	h = d ? conn_hists(c) : NULL;
+	if (h) {
+		sum = conn_sums(c);
+		if (sum) {
+			sum->span_ns += d;
+			sum->phase_ns[TW_PHASE_SENDING] += d;
+		}
+		b = hist_bucket_of(now - c->start_ns);
+		if (b != c->bucket) {
+			hist_add(h->latency, c->bucket, -1);
+			hist_add(h->latency, b, 1);
+			c->bucket = b;
+		}
+		sb_was = hist_bucket_of(c->last_send_ns - c->mark_ns);
+		sb = hist_bucket_of(now - c->mark_ns);
+		if (sb != sb_was) {
+			if (sb_was) /* bucket 0 is not counted */
+				hist_add(h->phase[TW_PHASE_SENDING], sb_was, -1);
+			hist_add(h->phase[TW_PHASE_SENDING], sb, 1);
+		}
 	}
 	c->last_send_ns = now;
 }

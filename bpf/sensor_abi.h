@@ -14,6 +14,21 @@ enum tw_dir {
 	TW_DIR_CLIENT = 2, /* actively opened (SYN_SENT -> ESTABLISHED) */
 };
 
+/*
+ * A served request's three phases (indexes of tw_cg_hists.phase and
+ * phase_ns). They add up to its span: queued (its bytes reached the
+ * socket -> the server's first read of them), service (that read -> the
+ * end of the reply's first send) and sending (the first send's end -> the
+ * last's). Queued needs the arrival stamp: the receive and syscall modes
+ * start a request at its first read and never add to it.
+ */
+enum tw_phase {
+	TW_PHASE_QUEUED,
+	TW_PHASE_SERVICE,
+	TW_PHASE_SENDING,
+	TW_PHASES,
+};
+
 /* Global drop counters: index into the per-CPU array map tw_drops. */
 enum tw_drop {
 	TW_DROP_SPAN_NEGATIVE, /* end before start: never reported */
@@ -57,11 +72,33 @@ struct tw_cg_counters {
  */
 struct tw_cg_hists {
 	__u64 cgid;         /* the cgroup2 id this slot belongs to, 0 = free */
-	__u64 requests;     /* served requests: reply starts */
+	/*
+	 * Served requests (reply starts) have no counter of their own: each
+	 * adds 1 to a bucket of ttfb, which never moves, so they are the sum
+	 * of its buckets. One atomic add less per request, to pay for the
+	 * phases'.
+	 */
 	__u64 out_requests; /* outbound (client-side) request/reply pairs */
 	__u32 latency[HIST_BUCKETS]; /* arrival -> last send of the reply */
 	__u32 ttfb[HIST_BUCKETS];    /* arrival -> first send of the reply */
 	__u32 outbound[HIST_BUCKETS]; /* our request's first send -> reply arrival */
+	/*
+	 * Each phase's histogram. The sending phase's bucket 0 (a reply of one
+	 * send, or not yet past its first) is not counted: it is requests less
+	 * the other buckets. A reply's sending phase enters its bucket at its
+	 * second send and moves like its span with each later one.
+	 */
+	__u32 phase[TW_PHASES][HIST_BUCKETS];
+};
+
+/*
+ * Per-cgroup sums, per CPU, in the same slot as the cgroup's histograms
+ * (tw_cg_sums, a per-CPU array): plain adds, no atomics. The phases of
+ * each request add up to its span, so their sums add up to span_ns.
+ */
+struct tw_cg_sums {
+	__u64 span_ns;             /* the served requests' spans (ns) */
+	__u64 phase_ns[TW_PHASES]; /* their phases (ns) */
 };
 
 #endif

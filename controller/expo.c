@@ -98,6 +98,48 @@ static void histograms(FILE *f, const struct report *r)
 	}
 }
 
+/*
+ * The same for each phase of the requests, labelled phase=queued|service|
+ * sending; a phase the mode does not see has no series (status says why).
+ */
+static void phase_histograms(FILE *f, const struct report *r)
+{
+	uint64_t cum[32];
+	double le_ns[32];
+	char lbl[96], le[160];
+
+	family(f, "tailwarden_request_phase_duration_seconds", "histogram",
+	       "Each phase of the requests since start: queued (arrival to the server's first read), service (to the end of the reply's first send), sending (to its last send); they add up to tailwarden_request_duration_seconds. Buckets as there.");
+	for (size_t i = 0; i < expo_latency_n_le; i++)
+		le_ns[i] = expo_latency_le_s[i] * 1e9;
+	for (size_t i = 0; i < r->n_svc; i++) {
+		const struct report_service *s = &r->svc[i];
+
+		if (!has_cgroup(s))
+			continue;
+		for (unsigned p = 0; p < TW_PHASES; p++) {
+			uint64_t total;
+
+			if (!r->phase_seen[p])
+				continue;
+			snprintf(lbl, sizeof(lbl), "phase=\"%s\"", sensor_phase_name(p));
+			total = report_fold(&s->c.phase[p], le_ns, expo_latency_n_le, cum);
+			for (size_t j = 0; j < expo_latency_n_le; j++) {
+				snprintf(le, sizeof(le), "%s,le=\"%g\"", lbl, expo_latency_le_s[j]);
+				svc_labels(f, "tailwarden_request_phase_duration_seconds_bucket", s, le);
+				fprintf(f, " %llu\n", (unsigned long long)cum[j]);
+			}
+			snprintf(le, sizeof(le), "%s,le=\"+Inf\"", lbl);
+			svc_labels(f, "tailwarden_request_phase_duration_seconds_bucket", s, le);
+			fprintf(f, " %llu\n", (unsigned long long)total);
+			svc_labels(f, "tailwarden_request_phase_duration_seconds_sum", s, lbl);
+			value(f, report_hist_sum_s(&s->c.phase[p]));
+			svc_labels(f, "tailwarden_request_phase_duration_seconds_count", s, lbl);
+			fprintf(f, " %llu\n", (unsigned long long)total);
+		}
+	}
+}
+
 /* Per-cgroup counters and gauges of the contention sensor. */
 static const struct {
 	const char *name, *type, *help;
@@ -335,6 +377,7 @@ int expo_render(const struct report *r, const char *version, char **out, size_t 
 	health(f, r, version);
 	requests(f, r);
 	histograms(f, r);
+	phase_histograms(f, r);
 	contention(f, r);
 	objectives(f, r);
 	knobs(f, r);

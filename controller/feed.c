@@ -66,6 +66,11 @@ static bool window_add(struct feed *f, uint64_t tick, const struct qos_sample *q
 		f->window.requests += q->requests;
 		f->window.interval_s += q->interval_s;
 		hist_merge(&f->window.latency, &q->latency);
+		for (unsigned i = 0; i < TW_PHASES; i++) {
+			hist_merge(&f->window.phase[i], &q->phase[i]);
+			f->window.phase_ns[i] += q->phase_ns[i];
+		}
+		f->window.span_ns += q->span_ns;
 	}
 	f->ticks++;
 	return (tick + 1) % f->window_ticks == 0;

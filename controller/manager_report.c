@@ -54,9 +54,12 @@ void manager_report_window(struct manager *m, struct service_rt *s)
 	struct report_service *rs = hook_service(m, s);
 
 	if (rs)
-		report_window(rs, &s->sv.feed.window.latency, s->sv.feed.window.requests,
-			      s->sv.feed.window.interval_s,
-			      s->sv.p->klass == POLICY_LATENCY_CRITICAL ? s->sv.p->percentile : NAN);
+	if (!rs)
+		return;
+	report_window(rs, &s->sv.feed.window.latency, s->sv.feed.window.requests,
+		      s->sv.feed.window.interval_s,
+		      s->sv.p->klass == POLICY_LATENCY_CRITICAL ? s->sv.p->percentile : NAN);
+	report_window_phases(rs, &s->sv.feed.window);
 }
 
 void manager_report_action(struct manager *m, struct service_rt *s, const struct action *a,
@@ -188,6 +191,14 @@ void manager_report_publish(struct manager *m, uint64_t tick_start_usec)
 	r->decision_log_lost = decisions_lost(m->decisions);
 	snprintf(r->sensing_mode, sizeof(r->sensing_mode), "%s",
 		 m->sensor ? sensor_mode_name(sensor_mode(m->sensor)) : "");
+	if (m->sensor) {
+		bool on[TW_PHASES];
+		const char *why;
+
+		sensor_phases(m->sensor, on, &why);
+		memcpy(r->phase_seen, on, sizeof(r->phase_seen));
+		snprintf(r->phases_unseen, sizeof(r->phases_unseen), "%s", why ? why : "");
+	}
 	if (tick_start_usec) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		r->last_tick = ts.tv_sec + ts.tv_nsec / 1e9;

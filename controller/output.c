@@ -56,6 +56,34 @@ static void add_u64(struct json_object *o, const char *k, uint64_t v)
 	json_object_object_add(o, k, json_object_new_uint64(v));
 }
 
+/*
+ * The requests' phases: per phase its percentiles and mean in µs, null
+ * when the mode does not see it or nothing was served; span_mean_us, the
+ * mean span, which the phases' means add up to.
+ */
+static struct json_object *phases_json(const struct qos_sample *s)
+{
+	struct json_object *o, *p;
+
+	if (!s->requests)
+		return NULL;
+	o = json_object_new_object();
+	if (!o)
+		return NULL;
+	for (unsigned i = 0; i < TW_PHASES; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "%s_us", sensor_phase_name(i));
+		p = s->phase_on[i] ? latency_json(&s->phase[i]) : NULL;
+		if (p)
+			json_object_object_add(p, "mean",
+					       num(s->phase_ns[i] / 1e3 / s->requests, "%.1f"));
+		json_object_object_add(o, key, p);
+	}
+	json_object_object_add(o, "span_mean_us", num(s->span_ns / 1e3 / s->requests, "%.1f"));
+	return o;
+}
+
 static struct json_object *outbound_json(const struct qos_sample *s)
 {
 	struct json_object *o;
@@ -98,8 +126,14 @@ struct json_object *output_sample_json(const struct qos_sample *s, const char *p
 	json_object_object_add(o, "interval_s", num(s->interval_s, "%.3f"));
 	add_u64(o, "requests", s->requests);
 	json_object_object_add(o, "rps", num(s->requests / iv, "%.1f"));
-	json_object_object_add(o, "latency_us", latency_json(&s->latency));
-	json_object_object_add(o, "ttfb_us", latency_json(&s->ttfb));
+	/*
+	 * No requests, no latency: a reply that began in an earlier window and
+	 * kept sending moves its span to a later bucket in this one, which is
+	 * not a request of this window.
+	 */
+	json_object_object_add(o, "latency_us", s->requests ? latency_json(&s->latency) : NULL);
+	json_object_object_add(o, "ttfb_us", s->requests ? latency_json(&s->ttfb) : NULL);
+	json_object_object_add(o, "phases", phases_json(s));
 	add_u64(o, "bytes_in", s->bytes_in);
 	add_u64(o, "bytes_out", s->bytes_out);
 	json_object_object_add(o, "conns_open",
@@ -228,9 +262,9 @@ void output_fmt_rate(char *buf, size_t len, double v)
 
 void output_table_header(FILE *f)
 {
-	fprintf(f, "%-40s %8s %8s %8s %8s %8s %8s %6s %8s %5s %8s %7s  %s\n", "CGROUP", "REQ/S",
-		"P50", "P99", "P999", "IN/S", "OUT/S", "CONNS", "RUNQ99", "THR%", "IO99",
-		"IO MB/s", "DIAG");
+	fprintf(f, "%-40s %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s %8s %5s %8s %7s  %s\n",
+		"CGROUP", "REQ/S", "P50", "P99", "P999", "QUEUE99", "SERVE99", "SEND99", "IN/S",
+		"OUT/S", "CONNS", "RUNQ99", "THR%", "IO99", "IO MB/s", "DIAG");
 }
 
 /* The contention columns: run-queue p99, throttled %, I/O p99 and MB/s, verdict. */
@@ -263,12 +297,18 @@ void output_table_row(FILE *f, const struct qos_sample *s, const char *path,
 {
 	double iv = s->interval_s > 0 ? s->interval_s : 1;
 	char rps[16], p50[16], p99[16], p999[16], in[16], out[16], idbuf[40], shown[4096];
+	char ph[TW_PHASES][16];
 	size_t pl;
 
+	/* A phase's p99, or - where the mode does not see it or nothing was served. */
+	for (unsigned i = 0; i < TW_PHASES; i++)
+		output_fmt_duration(ph[i], sizeof(ph[i]), s->requests && s->phase_on[i] ?
+				    hist_percentile(&s->phase[i], 0.99) : -1);
 	output_fmt_rate(rps, sizeof(rps), s->requests / iv);
-	output_fmt_duration(p50, sizeof(p50), hist_percentile(&s->latency, 0.50));
-	output_fmt_duration(p99, sizeof(p99), hist_percentile(&s->latency, 0.99));
-	output_fmt_duration(p999, sizeof(p999), hist_percentile(&s->latency, 0.999));
+	/* No requests: "-", even if a reply of an earlier window moved on (output_sample_json). */
+	output_fmt_duration(p50, sizeof(p50), s->requests ? hist_percentile(&s->latency, 0.50) : -1);
+	output_fmt_duration(p99, sizeof(p99), s->requests ? hist_percentile(&s->latency, 0.99) : -1);
+	output_fmt_duration(p999, sizeof(p999), s->requests ? hist_percentile(&s->latency, 0.999) : -1);
 	output_fmt_rate(in, sizeof(in), s->bytes_in / iv);
 	output_fmt_rate(out, sizeof(out), s->bytes_out / iv);
 	if (!path) {
@@ -280,8 +320,9 @@ void output_table_row(FILE *f, const struct qos_sample *s, const char *path,
 	path = log_printable(path, shown, sizeof(shown));
 	/* Keep the informative end of a long path. */
 	pl = strlen(path);
-	fprintf(f, "%s%-*s %8s %8s %8s %8s %8s %8s %6lld", pl > 40 ? "…" : "",
+	fprintf(f, "%s%-*s %8s %8s %8s %8s %8s %8s %8s %8s %8s %6lld", pl > 40 ? "…" : "",
 		pl > 40 ? 39 : 40, pl > 40 ? path + pl - 39 : path, rps, p50, p99, p999,
+		ph[TW_PHASE_QUEUED], ph[TW_PHASE_SERVICE], ph[TW_PHASE_SENDING],
 		in, out, (long long)(s->conns_open > 0 ? s->conns_open : 0));
 	contention_cols(f, c, d, iv);
 	fputc('\n', f);

@@ -69,6 +69,29 @@ static const struct { const char *name; size_t off; } cont_double[] = {
 };
 #define N(a) (sizeof(a) / sizeof(*(a)))
 
+/*
+ * The phases: span_ns, and per phase its sum (ns) and histogram, or null
+ * where the mode does not see it. Recordings made before the phases have
+ * no "phases": read back as unseen.
+ */
+static struct json_object *phases_raw_json(const struct qos_sample *q)
+{
+	struct json_object *o = json_object_new_object(), *p;
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "span_ns", json_object_new_uint64(q->span_ns));
+	for (unsigned i = 0; i < TW_PHASES; i++) {
+		p = q->phase_on[i] ? json_object_new_object() : NULL;
+		if (p) {
+			json_object_object_add(p, "ns", json_object_new_uint64(q->phase_ns[i]));
+			json_object_object_add(p, "hist", hist_json(&q->phase[i]));
+		}
+		json_object_object_add(o, sensor_phase_name(i), p);
+	}
+	return o;
+}
+
 static struct json_object *raw_json(const struct qos_sample *q, const struct contention_sample *c)
 {
 	struct json_object *o = json_object_new_object(), *co;
@@ -84,6 +107,7 @@ static struct json_object *raw_json(const struct qos_sample *q, const struct con
 	json_object_object_add(o, "latency", hist_json(&q->latency));
 	json_object_object_add(o, "ttfb", hist_json(&q->ttfb));
 	json_object_object_add(o, "outbound", hist_json(&q->outbound));
+	json_object_object_add(o, "phases", phases_raw_json(q));
 	if (!c) {
 		json_object_object_add(o, "contention", NULL);
 		return o;
@@ -337,6 +361,29 @@ static int get_hist(struct json_object *o, const char *key, struct hist *h)
 	return 0;
 }
 
+/* raw.phases, if there (older recordings have none: every phase unseen). */
+static int parse_phases(struct json_object *raw, struct qos_sample *q, const char **why)
+{
+	struct json_object *o, *p;
+
+	*why = "raw.phases";
+	if (!json_object_object_get_ex(raw, "phases", &o))
+		return 0;
+	if (!json_object_is_type(o, json_type_object) || get_u64(o, "span_ns", &q->span_ns))
+		return -EINVAL;
+	for (unsigned i = 0; i < TW_PHASES; i++) {
+		if (!json_object_object_get_ex(o, sensor_phase_name(i), &p))
+			return -EINVAL;
+		if (!p)
+			continue; /* not seen in that mode */
+		if (!json_object_is_type(p, json_type_object) || get_u64(p, "ns", &q->phase_ns[i]) ||
+		    get_hist(p, "hist", &q->phase[i]))
+			return -EINVAL;
+		q->phase_on[i] = true;
+	}
+	return 0;
+}
+
 /* Sets *why to the key at fault. */
 static int parse_cgroup(struct json_object *o, struct rec_cgroup *g, const char **why)
 {
@@ -382,6 +429,8 @@ static int parse_cgroup(struct json_object *o, struct rec_cgroup *g, const char 
 		return -EINVAL;
 	*why = "raw.outbound";
 	if (get_hist(raw, "outbound", &g->q.outbound))
+		return -EINVAL;
+	if (parse_phases(raw, &g->q, why))
 		return -EINVAL;
 	*why = "raw.contention";
 	if (!json_object_object_get_ex(raw, "contention", &c))

@@ -39,6 +39,8 @@ static void service_init(struct report_service *s, const char *name)
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	s->percentile = s->target_s = NAN;
 	s->p50_s = s->p99_s = s->pct_s = s->rps = s->slack = NAN;
+	for (unsigned i = 0; i < TW_PHASES; i++)
+		s->phase_p99_s[i] = NAN;
 	s->c.psi_cpu = s->c.psi_io = s->c.psi_memory = NAN;
 	for (int k = 0; k < KNOB_MAX; k++)
 		s->knobs[k].value = s->knobs[k].original = s->knobs[k].ours_value = NAN;
@@ -76,6 +78,9 @@ void report_sample(struct report_service *s, const struct qos_sample *q,
 {
 	s->c.requests += q->requests;
 	hist_merge(&s->c.latency, &q->latency);
+	for (unsigned i = 0; i < TW_PHASES; i++)
+		if (q->phase_on[i])
+			hist_merge(&s->c.phase[i], &q->phase[i]);
 	if (!c)
 		return;
 	s->c.contention = true;
@@ -108,6 +113,12 @@ void report_window(struct report_service *s, const struct hist *h, uint64_t requ
 	s->p99_s = pct_s(h, 0.99);
 	s->pct_s = isfinite(percentile) ? pct_s(h, percentile) : NAN;
 	s->rps = interval_s > 0 ? requests / interval_s : NAN;
+}
+
+void report_window_phases(struct report_service *s, const struct qos_sample *window)
+{
+	for (unsigned i = 0; i < TW_PHASES; i++)
+		s->phase_p99_s[i] = window->phase_on[i] ? pct_s(&window->phase[i], 0.99) : NAN;
 }
 
 void report_action(struct report *r, struct report_service *s, const struct action *a,

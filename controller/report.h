@@ -43,6 +43,7 @@ struct report_knob {
 struct report_counters {
 	uint64_t requests;
 	struct hist latency;
+	struct hist phase[TW_PHASES]; /* the requests' phases (enum tw_phase) */
 	bool contention;  /* the contention sensor has seen this cgroup */
 	double runq_s, cpu_usage_s, cpu_throttled_s, io_read_bytes, io_write_bytes;
 	double futex_wait_s, lock_contention_s, page_faults, reclaim_s, tcp_retransmits;
@@ -59,6 +60,7 @@ struct report_service {
 	double percentile;      /* NAN for best-effort */
 	double target_s;        /* NAN for best-effort */
 	double p50_s, p99_s, pct_s, rps; /* last complete window; NAN when none */
+	double phase_p99_s[TW_PHASES]; /* the window's p99 of each phase; NAN when none or unseen */
 	double slack;           /* NAN when no verdict */
 	char verdict[256];      /* "" when none */
 	char absent[512];       /* why it is not controlled now, "" when it is */
@@ -86,6 +88,8 @@ struct report {
 	bool dry_run;
 	double period_s;
 	char sensing_mode[32];
+	char phases_unseen[256]; /* why a phase is not seen in this mode, "" when all are */
+	bool phase_seen[TW_PHASES]; /* the mode sees the phase: it has a series in /metrics */
 	double started;         /* unix seconds */
 	double last_tick;       /* unix seconds of the last completed tick, 0 before */
 	double tick_duration_s; /* how long the last tick took */
@@ -121,6 +125,8 @@ void report_sample(struct report_service *s, const struct qos_sample *q,
 /* A window completed: its percentiles and rate (h may be empty). */
 void report_window(struct report_service *s, const struct hist *h, uint64_t requests,
 		   double interval_s, double percentile);
+/* The same window's phases (their p99s; an unseen or empty phase NAN). */
+void report_window_phases(struct report_service *s, const struct qos_sample *window);
 /* One decision, applied or not. */
 void report_action(struct report *r, struct report_service *s, const struct action *a,
 		   bool dry_run, bool applied, int err);

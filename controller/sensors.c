@@ -30,5 +30,12 @@ int sensors_open(const struct sensors_opts *o, struct sensor **sensor, struct co
 
 void sensors_log_mode(const struct sensor *s)
 {
+	bool on[TW_PHASES];
+	const char *why;
+
 	log_info("sensing mode: %s (%s)", sensor_mode_name(sensor_mode(s)), sensor_mode_reason(s));
+	/* Said once: the phase stays null in every sample. */
+	sensor_phases(s, on, &why);
+	if (why)
+		log_info("%s", why);
 }

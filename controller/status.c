@@ -99,6 +99,16 @@ static struct json_object *knobs_json(const struct report_service *s, bool dry_r
 	return a;
 }
 
+/* The last window's p99 of each phase, null where unseen (top-level phases_unseen says why) or none. */
+static struct json_object *phases_json(const struct report_service *s)
+{
+	struct json_object *o = json_object_new_object();
+
+	for (unsigned i = 0; o && i < TW_PHASES; i++)
+		json_object_object_add(o, sensor_phase_name(i), us(s->phase_p99_s[i]));
+	return o;
+}
+
 static struct json_object *service_json(const struct report_service *s, bool dry_run)
 {
 	struct json_object *o = json_object_new_object();
@@ -120,6 +130,7 @@ static struct json_object *service_json(const struct report_service *s, bool dry
 	json_object_object_add(o, "verdict", str_or_null(s->verdict));
 	json_object_object_add(o, "absent", str_or_null(s->absent));
 	json_object_object_add(o, "requests_total", json_object_new_int64(s->c.requests));
+	json_object_object_add(o, "phases_p99_us", phases_json(s));
 	json_object_object_add(o, "knobs", knobs_json(s, dry_run));
 	return o;
 }
@@ -205,6 +216,7 @@ static struct json_object *report_json(const struct report *r)
 	json_object_object_add(o, "dry_run", json_object_new_boolean(r->dry_run));
 	json_object_object_add(o, "period_s", json_object_new_double(r->period_s));
 	json_object_object_add(o, "sensing", str_or_null(r->sensing_mode));
+	json_object_object_add(o, "phases_unseen", str_or_null(r->phases_unseen));
 	json_object_object_add(o, "started", json_object_new_double(round(r->started * 1000) / 1000));
 	json_object_object_add(o, "last_tick", json_object_new_double(round(r->last_tick * 1000) / 1000));
 	json_object_object_add(o, "tick_duration_s", json_object_new_double(r->tick_duration_s));
@@ -287,7 +299,8 @@ static bool fields_ok(struct json_object *o, const struct field *f, size_t n, co
 
 static const struct field top_fields[] = {
 	{ "pid", T_INT }, { "dry_run", T_BOOL }, { "period_s", T_NUM },
-	{ "sensing", T_STR | T_NULL }, { "started", T_NUM }, { "last_tick", T_NUM },
+	{ "sensing", T_STR | T_NULL }, { "phases_unseen", T_STR | T_NULL },
+	{ "started", T_NUM }, { "last_tick", T_NUM },
 	{ "tick_duration_s", T_NUM }, { "ticks", T_INT }, { "reload_error", T_STR | T_NULL },
 	{ "decision_log_lost", T_INT },
 	{ "services", T_ARR }, { "last_actions", T_ARR }, { "tables", T_OBJ }, { "disks", T_ARR },
@@ -299,7 +312,7 @@ static const struct field svc_fields[] = {
 	{ "p50_us", T_NUM | T_NULL }, { "p99_us", T_NUM | T_NULL },
 	{ "objective_pct_us", T_NUM | T_NULL }, { "rps", T_NUM | T_NULL },
 	{ "slack", T_NUM | T_NULL }, { "verdict", T_STR | T_NULL }, { "absent", T_STR | T_NULL },
-	{ "requests_total", T_INT }, { "knobs", T_ARR },
+	{ "requests_total", T_INT }, { "phases_p99_us", T_OBJ }, { "knobs", T_ARR },
 };
 static const struct field knob_fields[] = {
 	{ "knob", T_STR }, { "value", T_NUM | T_STR | T_NULL }, { "original", T_NUM | T_STR | T_NULL },
@@ -507,6 +520,12 @@ static void print_service(struct json_object *s)
 		printf("%.0f req/s\n", d_of(s, "rps"));
 	else
 		printf("- req/s\n");
+	printf("    %-9s p99", "phases");
+	for (unsigned i = 0; i < TW_PHASES; i++) {
+		fmt_us(p99, sizeof(p99), d_of(get(s, "phases_p99_us"), sensor_phase_name(i)));
+		printf("  %s %s", sensor_phase_name(i), p99);
+	}
+	printf("\n");
 	if (s_of(s, "verdict"))
 		printf("    %-9s %s\n", "verdict", s_of(s, "verdict"));
 	for (size_t i = 0; i < json_object_array_length(knobs); i++) {
@@ -620,6 +639,8 @@ static void print_human(struct json_object *o)
 	if (s_of(o, "sensing"))
 		printf(", sensing %s", s_of(o, "sensing"));
 	printf("\n");
+	if (s_of(o, "phases_unseen"))
+		printf("   phases: %s\n", s_of(o, "phases_unseen"));
 	print_tables(get(o, "tables"));
 	print_disks(get(o, "disks"));
 	if (s_of(o, "reload_error"))

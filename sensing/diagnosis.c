@@ -90,6 +90,14 @@
  */
 #define DIAG_LOAD_ENTER 1.3
 #define DIAG_LOAD_EXIT 1.15
+/*
+ * A request's phases (queued, service, sending; sensor.h) are "up" as its
+ * latency is: 1.5x their baseline p99, down below 1.25x. Below 5 us a
+ * phase's p99 is the path's own cost (a wake-up, a copy), not a level: a
+ * one-send reply's sending phase is 0, and 3 us of it is no news.
+ */
+#define DIAG_PHASE_FLOOR_NS 5000.0
+
 /* One request per second: rates below that are not a level to compare with. */
 #define DIAG_RATE_FLOOR 1.0
 /*
@@ -232,7 +240,15 @@ struct diag_track {
 
 struct diag_state {
 	struct diag_track lat, rate, sig[N_SIGNALS];
+	struct diag_track phase[TW_PHASES];
 	enum diag_dominant last;
+};
+
+/* The evidence names of the phases' p99s (value and baseline in µs). */
+static const char *const phase_signal[TW_PHASES] = {
+	[TW_PHASE_QUEUED] = "phase.queued_us.p99",
+	[TW_PHASE_SERVICE] = "phase.service_us.p99",
+	[TW_PHASE_SENDING] = "phase.sending_us.p99",
 };
 
 /* What one window measured, before it is folded into the baselines. */
@@ -243,6 +259,7 @@ struct window {
 	double lat, lat_r; /* p99 in ns and its ratio to the baseline */
 	double rate, rate_r;
 	double v[N_SIGNALS], r[N_SIGNALS]; /* NAN where unavailable */
+	double ph[TW_PHASES], ph_r[TW_PHASES]; /* phases' p99 in ns and ratios; NAN where unseen */
 };
 
 struct diag_state *diag_state_new(void)
@@ -363,6 +380,13 @@ static void measure(struct diag_state *s, const struct qos_sample *q,
 	w->rate_r = ratio(w->rate, &s->rate, DIAG_RATE_FLOOR);
 	hysteresis(&s->lat, w->lat_r, DIAG_LAT_ENTER, DIAG_LAT_EXIT);
 	hysteresis(&s->rate, w->rate_r, DIAG_LOAD_ENTER, DIAG_LOAD_EXIT);
+	for (unsigned i = 0; i < TW_PHASES; i++) {
+		bool seen = w->busy && q->phase_on[i] && q->phase[i].total >= DIAG_MIN_REQUESTS;
+
+		w->ph[i] = seen ? hist_percentile(&q->phase[i], 0.99) : NAN;
+		w->ph_r[i] = seen ? ratio(w->ph[i], &s->phase[i], DIAG_PHASE_FLOOR_NS) : NAN;
+		hysteresis(&s->phase[i], w->ph_r[i], DIAG_LAT_ENTER, DIAG_LAT_EXIT);
+	}
 
 	for (size_t i = 0; i < N_SIGNALS; i++) {
 		const struct sig_def *d = &signals[i];
@@ -384,6 +408,8 @@ static void fold_window(struct diag_state *s, const struct window *w)
 
 	if (w->busy)
 		fold(&s->lat, w->lat, DIAG_LAT_FLOOR_NS, w, lat_anomalous);
+	for (unsigned i = 0; i < TW_PHASES; i++)
+		fold(&s->phase[i], w->ph[i], DIAG_PHASE_FLOOR_NS, w, w->ph_r[i] >= DIAG_LAT_EXIT);
 	if (isfinite(w->rate))
 		fold(&s->rate, w->rate, DIAG_RATE_FLOOR, w,
 		     w->rate_r >= DIAG_LOAD_EXIT || lat_anomalous);
@@ -492,6 +518,99 @@ static enum diag_cause cause_of(const struct diag_state *s, const struct window 
 	return DIAG_CAUSE_INTERFERENCE;
 }
 
+/* Phase i is up this window (elevated against its baseline). */
+static bool phase_up(const struct diag_state *s, const struct window *w, unsigned i)
+{
+	return !isnan(w->ph_r[i]) && s->phase[i].up;
+}
+
+/*
+ * A contention signal of class k rising with the phase: past the level at
+ * which an elevated one would leave (its exit threshold), if not yet past
+ * its entry. A phase that grew says where the time went; the signal need
+ * only move with it to say why.
+ */
+static bool class_rising(const struct window *w, enum diag_dominant k)
+{
+	for (size_t i = 0; i < N_SIGNALS; i++)
+		if (signals[i].class == k && !isnan(w->r[i]) && w->r[i] >= signals[i].exit)
+			return true;
+	return false;
+}
+
+/*
+ * Where no resource stands out on its own, the phase that grew, and what
+ * grew with it, name one:
+ * - queued time (waiting to be read) with run-queue delay: the CPU;
+ * - service time with lock waits, block I/O or reclaim: that resource;
+ * - sending time alone (neither queued nor service up): the network or
+ *   the peer reading slowly.
+ * Service time that grew with the request rate and nothing contended is
+ * the load, which cause_of() already names. *phase says which phase.
+ */
+static enum diag_dominant phase_dominant(const struct diag_state *s, const struct window *w,
+					 int *phase)
+{
+	bool q = phase_up(s, w, TW_PHASE_QUEUED), sv = phase_up(s, w, TW_PHASE_SERVICE);
+
+	*phase = -1;
+	if (q && (!sv || w->ph_r[TW_PHASE_QUEUED] >= w->ph_r[TW_PHASE_SERVICE]) &&
+	    class_rising(w, DIAG_CPU)) {
+		*phase = TW_PHASE_QUEUED;
+		return DIAG_CPU;
+	}
+	if (sv) {
+		static const enum diag_dominant of_service[] = { DIAG_LOCK, DIAG_IO, DIAG_MEMORY };
+
+		for (size_t k = 0; k < sizeof(of_service) / sizeof(*of_service); k++) {
+			if (class_rising(w, of_service[k])) {
+				*phase = TW_PHASE_SERVICE;
+				return of_service[k];
+			}
+		}
+	}
+	if (phase_up(s, w, TW_PHASE_SENDING) && !q && !sv) {
+		*phase = TW_PHASE_SENDING;
+		return DIAG_NETWORK;
+	}
+	return DIAG_NONE;
+}
+
+/* The phase a verdict on resource d is about: where its waiting shows. */
+static int phase_of(enum diag_dominant d)
+{
+	switch (d) {
+	case DIAG_CPU:
+		return TW_PHASE_QUEUED;
+	case DIAG_NETWORK:
+		return TW_PHASE_SENDING;
+	default:
+		return TW_PHASE_SERVICE; /* io, lock, memory, and the load */
+	}
+}
+
+/*
+ * The phases that are up, as evidence, the verdict's phase first: value
+ * and baseline in µs.
+ */
+static void add_phase_evidence(const struct diag_state *s, const struct window *w, int first,
+			       struct diagnosis *out)
+{
+	for (int k = -1; k < TW_PHASES; k++) {
+		int i = k < 0 ? first : k;
+
+		if ((k >= 0 && k == first) || i < 0 || !phase_up(s, w, i) ||
+		    out->n_evidence >= DIAG_MAX_EVIDENCE)
+			continue;
+		out->evidence[out->n_evidence++] = (struct diag_evidence){
+			.signal = phase_signal[i],
+			.value = w->ph[i] / 1e3,
+			.baseline = s->phase[i].base / 1e3,
+			.ratio = w->ph_r[i],
+		};
+	}
+}
+
 /* Evidence order: the dominant resource's signals first, then by score. */
 static bool before(const struct diag_state *s, const struct window *w,
 		   enum diag_dominant d, size_t i, size_t j)
@@ -519,16 +638,15 @@ static void add_evidence(const struct diag_state *s, const struct window *w,
 			idx[j] = idx[j - 1];
 		idx[j] = i;
 	}
-	for (size_t k = 0; k < n && k < DIAG_MAX_EVIDENCE; k++) {
+	for (size_t k = 0; k < n && out->n_evidence < DIAG_MAX_EVIDENCE; k++) {
 		size_t i = idx[k];
 
-		out->evidence[k] = (struct diag_evidence){
+		out->evidence[out->n_evidence++] = (struct diag_evidence){
 			.signal = signals[i].name,
 			.value = w->v[i],
 			.baseline = s->sig[i].base,
 			.ratio = w->r[i],
 		};
-		out->n_evidence = k + 1;
 	}
 }
 
@@ -543,8 +661,18 @@ void diag_update(struct diag_state *s, const struct qos_sample *q,
 	measure(s, q, c, &w);
 	/* Too few requests or no latency baseline yet: no verdict, say nothing. */
 	if (w.busy && warm(&s->lat)) {
+		int phase = -1;
+
 		out->dominant = pick_dominant(s, &w);
+		if (out->dominant == DIAG_NONE && s->lat.up)
+			out->dominant = phase_dominant(s, &w, &phase);
 		out->cause = cause_of(s, &w, out->dominant);
+		/* Slow sending alone is the network or the peer: no neighbour's doing. */
+		if (phase == TW_PHASE_SENDING && out->cause == DIAG_CAUSE_INTERFERENCE)
+			out->cause = DIAG_CAUSE_UNKNOWN;
+		/* The evidence names the phase where the time went, then the signals. */
+		if (out->dominant != DIAG_NONE || out->cause == DIAG_CAUSE_LOAD)
+			add_phase_evidence(s, &w, phase_of(out->dominant), out);
 		if (out->dominant != DIAG_NONE)
 			add_evidence(s, &w, out->dominant, out);
 		s->last = out->dominant;

@@ -21,13 +21,14 @@ enum diag_cause {
 
 /* One signal that stands out against the cgroup's own baseline. */
 struct diag_evidence {
-	const char *signal;  /* JSON name, e.g. "runq_delay_us.p99" */
+	const char *signal;  /* JSON name, e.g. "runq_delay_us.p99", "phase.queued_us.p99" */
 	double value;        /* this window */
 	double baseline;     /* recent baseline */
 	double ratio;        /* value / baseline (or a large number when baseline is ~0) */
 };
 
-#define DIAG_MAX_EVIDENCE 6
+/* Up to three phases and the resource signals. */
+#define DIAG_MAX_EVIDENCE 8
 
 struct diagnosis {
 	enum diag_dominant dominant;

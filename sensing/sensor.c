@@ -20,17 +20,20 @@ struct sensor {
 	const char *reason;
 	char reason_buf[320];	/* when the reason is made at load (load_fallback) */
 	int ncpus;
+	struct tw_cg_sums *pcs;	/* one slot's per-CPU sums (sensor_read's buffer) */
 };
 
 struct snap_entry {
 	uint64_t id;
 	struct tw_cg_counters c;
 	struct tw_cg_hists h;
+	struct tw_cg_sums sums;	/* summed over CPUs */
 };
 
 struct sensor_snapshot {
 	size_t n;
 	uint64_t drops[TW_DROP_MAX];
+	bool phase_on[TW_PHASES]; /* sensor_phases() of the sensor read */
 	struct snap_entry *v;
 };
 
@@ -56,6 +59,7 @@ const char *sensor_mode_name(enum sensor_mode mode)
 {
 	return mode_names[mode];
 }
+
 
 /*
  * The hooks a kernel offers the request sensor, found in its BTF. Which
@@ -185,6 +189,7 @@ static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum 
 	skel->rodata->max_span_ns = o->max_span_ns;
 	skel->rodata->conns_by_addr = mode == SENSOR_MODE_SYSCALL;
 	skel->rodata->outbound = o->outbound;
+	skel->rodata->arrival_stamps = mode == SENSOR_MODE_ARRIVAL;
 	/* Other modes keep connection state in socket storage instead. */
 	r = bpf_map__set_max_entries(skel->maps.tw_conns,
 				     mode == SENSOR_MODE_SYSCALL ? o->max_conns : 1);
@@ -192,6 +197,8 @@ static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum 
 		r = bpf_map__set_max_entries(skel->maps.tw_cg_counters, o->max_cgroups);
 	if (!r)
 		r = bpf_map__set_max_entries(skel->maps.tw_cg_hists, hist_slots(o));
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.tw_cg_sums, hist_slots(o));
 	if (!r)
 		r = bpf_map__set_max_entries(skel->maps.tw_cg_slots, hist_slots(o));
 	if (!r)
@@ -293,6 +300,12 @@ int sensor_open(const struct sensor_opts *opts, struct sensor **out, const char 
 		*why = "cannot count possible CPUs";
 		goto fail;
 	}
+	s->pcs = calloc(s->ncpus, sizeof(*s->pcs));
+	if (!s->pcs) {
+		r = -ENOMEM;
+		*why = "out of memory";
+		goto fail;
+	}
 	r = load(s, opts, s->mode, &h, why);
 	if (r && s->mode == SENSOR_MODE_ARRIVAL && send_by_fexit(&h) && opts->mode == SENSOR_MODE_AUTO)
 		r = load_fallback(s, opts, &h, r, why);
@@ -311,6 +324,7 @@ void sensor_free(struct sensor *s)
 	if (!s)
 		return;
 	sensor_bpf__destroy(s->skel);
+	free(s->pcs);
 	free(s);
 }
 
@@ -333,12 +347,33 @@ const char *sensor_mode_reason(const struct sensor *s)
 	return s->reason;
 }
 
+void sensor_phases(const struct sensor *s, bool on[TW_PHASES], const char **why)
+{
+	bool arrival = s->mode == SENSOR_MODE_ARRIVAL;
+
+	for (unsigned i = 0; i < TW_PHASES; i++)
+		on[i] = i != TW_PHASE_QUEUED || arrival;
+	*why = arrival ? NULL :
+		"phase queued not seen: in this mode a request starts at the server's first read of it, so the time its bytes waited before that read is not seen (service and sending are)";
+}
+
 void sensor_snapshot_free(struct sensor_snapshot *snap)
 {
 	if (!snap)
 		return;
 	free(snap->v);
 	free(snap);
+}
+
+/* Sum one slot's per-CPU sums. */
+static void sum_sums(const struct tw_cg_sums *pc, int ncpus, struct tw_cg_sums *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (int i = 0; i < ncpus; i++) {
+		c->span_ns += pc[i].span_ns;
+		for (unsigned p = 0; p < TW_PHASES; p++)
+			c->phase_ns[p] += pc[i].phase_ns[p];
+	}
 }
 
 /* Sum one cgroup's per-CPU counters. */
@@ -360,9 +395,11 @@ int sensor_read(struct sensor *s, struct sensor_snapshot **out)
 	int cfd = bpf_map__fd(s->skel->maps.tw_cg_counters);
 	int hfd = bpf_map__fd(s->skel->maps.tw_cg_hists);
 	int sfd = bpf_map__fd(s->skel->maps.tw_cg_slots);
+	int mfd = bpf_map__fd(s->skel->maps.tw_cg_sums);
 	struct tw_cg_counters *pc;
 	struct sensor_snapshot *snap;
 	__u64 key, *prev = NULL;
+	const char *why;
 	size_t cap = 0;
 	int r = 0;
 
@@ -372,6 +409,7 @@ int sensor_read(struct sensor *s, struct sensor_snapshot **out)
 		r = -ENOMEM;
 		goto out;
 	}
+	sensor_phases(s, snap->phase_on, &why);
 	while (bpf_map_get_next_key(cfd, prev, &key) == 0) {
 		struct snap_entry *e;
 		__u32 slot;
@@ -386,8 +424,13 @@ int sensor_read(struct sensor *s, struct sensor_snapshot **out)
 		e->id = key;
 		sum_counters(pc, s->ncpus, &e->c);
 		if (bpf_map_lookup_elem(sfd, &key, &slot) || bpf_map_lookup_elem(hfd, &slot, &e->h) ||
-		    e->h.cgid != key)
-			memset(&e->h, 0, sizeof(e->h)); /* no traffic served yet, or forgotten meanwhile */
+		    e->h.cgid != key || bpf_map_lookup_elem(mfd, &slot, s->pcs)) {
+			/* no traffic served yet, or forgotten meanwhile */
+			memset(&e->h, 0, sizeof(e->h));
+			memset(&e->sums, 0, sizeof(e->sums));
+		} else {
+			sum_sums(s->pcs, s->ncpus, &e->sums);
+		}
 		snap->n++;
 	}
 	idtab_sort(snap->v, snap->n, sizeof(*snap->v));
@@ -431,7 +474,6 @@ int sensor_sample(const struct sensor_snapshot *now, const struct sensor_snapsho
 		return -ENOENT;
 	if (!p)
 		p = &zero;
-	out->requests = n->h.requests - p->h.requests;
 	out->bytes_in = n->c.bytes_in - p->c.bytes_in;
 	out->bytes_out = n->c.bytes_out - p->c.bytes_out;
 	out->conns_open = n->c.conns_open;
@@ -441,7 +483,23 @@ int sensor_sample(const struct sensor_snapshot *now, const struct sensor_snapsho
 	out->spans_dropped = n->c.spans_dropped - p->c.spans_dropped;
 	hist_diff(&out->latency, n->h.latency, p->h.latency);
 	hist_diff(&out->ttfb, n->h.ttfb, p->h.ttfb);
+	/* Each request added 1 to a bucket of ttfb, which never moves (sensor_abi.h). */
+	out->requests = out->ttfb.total;
 	hist_diff(&out->outbound, n->h.outbound, p->h.outbound);
+	for (unsigned i = 0; i < TW_PHASES; i++) {
+		hist_diff(&out->phase[i], n->h.phase[i], p->h.phase[i]);
+		out->phase_ns[i] = n->sums.phase_ns[i] - p->sums.phase_ns[i];
+		out->phase_on[i] = now->phase_on[i];
+	}
+	out->span_ns = n->sums.span_ns - p->sums.span_ns;
+	/*
+	 * The sending phase's bucket 0 is not counted in the kernel: every
+	 * request not in a later bucket is there. (A reply that moved on in
+	 * this window but was counted in an earlier one makes it short by one.)
+	 */
+	if (out->requests > out->phase[TW_PHASE_SENDING].total)
+		hist_add(&out->phase[TW_PHASE_SENDING], 0,
+			 out->requests - out->phase[TW_PHASE_SENDING].total);
 	return 0;
 }
 
@@ -473,6 +531,8 @@ void sensor_forget(struct sensor *s, uint64_t id)
 	bpf_map_delete_elem(bpf_map__fd(s->skel->maps.tw_cg_counters), &id);
 	if (bpf_map_lookup_elem(sfd, &id, &slot) || bpf_map_delete_elem(sfd, &id))
 		return;
-	if (!bpf_map_update_elem(bpf_map__fd(s->skel->maps.tw_cg_hists), &slot, &zero, 0))
+	memset(s->pcs, 0, s->ncpus * sizeof(*s->pcs));
+	if (!bpf_map_update_elem(bpf_map__fd(s->skel->maps.tw_cg_hists), &slot, &zero, 0) &&
+	    !bpf_map_update_elem(bpf_map__fd(s->skel->maps.tw_cg_sums), &slot, s->pcs, 0))
 		bpf_map_update_elem(bpf_map__fd(s->skel->maps.tw_free_slots), NULL, &slot, 0);
 }

@@ -48,7 +48,31 @@ struct qos_sample {
 	uint64_t spans_dropped;
 	struct hist latency, ttfb, outbound;
 	bool outbound_on;     /* out_* and outbound were measured (sensor_opts.outbound) */
+	/*
+	 * The served requests' phases (enum tw_phase: queued, service,
+	 * sending), each a histogram and a sum, and the sum of their spans:
+	 * the phase sums add up to span_ns. phase_on[i] false: phase i is not
+	 * seen in this mode (queued without arrival stamps), its figures 0.
+	 */
+	struct hist phase[TW_PHASES];
+	uint64_t phase_ns[TW_PHASES], span_ns;
+	bool phase_on[TW_PHASES];
 };
+
+/*
+ * A phase's name: "queued", "service", "sending". Inline: the exposition
+ * and its tests use it without the BPF half.
+ */
+static inline const char *sensor_phase_name(unsigned phase)
+{
+	static const char *const names[TW_PHASES] = {
+		[TW_PHASE_QUEUED] = "queued",
+		[TW_PHASE_SERVICE] = "service",
+		[TW_PHASE_SENDING] = "sending",
+	};
+
+	return phase < TW_PHASES ? names[phase] : "?";
+}
 
 struct sensor;
 struct sensor_snapshot;
@@ -72,6 +96,11 @@ int sensor_attach(struct sensor *s, bool on);
 /* The mode that runs, and in words why it was chosen. */
 enum sensor_mode sensor_mode(const struct sensor *s);
 const char *sensor_mode_reason(const struct sensor *s);
+/*
+ * Which phases the mode sees (phase_on of its samples), and, when one is
+ * not, why in words (static); NULL when all are.
+ */
+void sensor_phases(const struct sensor *s, bool on[TW_PHASES], const char **why);
 
 /* Read the cumulative maps. 0 or -errno (-ENOMEM). */
 int sensor_read(struct sensor *s, struct sensor_snapshot **out);

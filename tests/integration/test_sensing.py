@@ -641,6 +641,140 @@ def test_cli(sess):
     return "4 spellings of --cgroup, 4 bad invocations"
 
 
+PHASES = ("queued", "service", "sending")
+
+
+def check_phases(row):
+    """A row's phases: null without requests; else each phase's percentiles
+    (ordered) and mean, or null where the mode does not see it (queued
+    outside the arrival mode), and the mean span."""
+    ph = row.get("phases", "missing")
+    if not row["requests"]:
+        check(ph is None, "phases %r with 0 requests (expected null)" % (ph,))
+        return
+    check(isinstance(ph, dict) and "span_mean_us" in ph, "phases malformed: %r" % (ph,))
+    for p in PHASES:
+        v = ph.get(p + "_us")
+        if v is None:
+            continue
+        vals = [v.get(k) for k in PCT_KEYS]
+        check(all(isinstance(x, (int, float)) and x >= 0 for x in vals) and vals == sorted(vals)
+              and v.get("mean", -1) >= 0, "phase %s malformed: %r" % (p, v))
+
+
+def phase_figures(rows):
+    """Over a run: requests, each phase's total and the spans' total (us,
+    from the means), and each phase's merged p50 and p99."""
+    n = tw.total(rows)
+    tot, span, p50, p99 = dict.fromkeys(PHASES, 0.0), 0.0, {}, {}
+    for r in rows:
+        ph = r.get("phases")
+        if not r["requests"] or not ph:
+            continue
+        span += ph["span_mean_us"] * r["requests"]
+        for p in PHASES:
+            if ph.get(p + "_us"):
+                tot[p] += ph[p + "_us"]["mean"] * r["requests"]
+    for p in PHASES:
+        flat = [{"requests": r["requests"], "x": (r.get("phases") or {}).get(p + "_us")}
+                for r in rows]
+        p50[p] = tw.merged_quantile(flat, 0.50, key="x")
+        p99[p] = tw.merged_quantile(flat, 0.99, key="x")
+    return n, tot, span, p50, p99
+
+
+def phases_case(sess, name, start_server, drive, phase, share, min_requests):
+    """Serve, drive, and check what top said: every request's phases add up
+    to its span (their totals within 1 %), and `phase` holds at least
+    `share` of the time and the largest p99. Returns a summary and the
+    figures."""
+    web, top_cg = sess.cgroup("web-" + name), sess.cgroup("top-" + name)
+    srv = start_server(web)
+    top = sess.top([web], interval=1, cgroup=top_cg)
+    if not (top.mode or "").startswith("arrival"):
+        raise Skip("the queued phase needs the arrival mode; top runs %r" % top.mode)
+    t_end = drive(srv)
+    top.wait_past(t_end)
+    rc = top.stop()
+    check_top_clean(top, rc)
+    rows = top.rows(web)
+    for r in rows:
+        check_row(r, web)
+        check_phases(r)
+    n, tot, span, p50, p99 = phase_figures(rows)
+    check(n >= min_requests, "%s: %d requests inferred, expected >= %d" % (name, n, min_requests))
+    summed = sum(tot.values())
+    check(span > 0 and abs(summed - span) <= 0.01 * span,
+          "%s: the phases add up to %.0f us, the spans to %.0f us (more than 1 %% apart)"
+          % (name, summed, span))
+    got = tot[phase] / span
+    figures = ", ".join("%s p50 %s p99 %s us (%.0f %%)" % (p, fmt(p50[p]), fmt(p99[p]),
+                                                        100 * tot[p] / span) for p in PHASES)
+    info("%s: %d requests, span mean %.0f us; %s" % (name, n, span / n, figures))
+    check(got >= share, "%s: %s holds %.0f %% of the time, expected >= %.0f %% (%s)"
+          % (name, phase, 100 * got, 100 * share, figures))
+    check(all(p99[phase] >= p99[p] for p in PHASES if p99[p] is not None),
+          "%s: %s's p99 is not the largest: %s" % (name, phase, figures))
+    return "%s: %s dominates (%.0f %%; %s)" % (name, phase, 100 * got, figures), p50, p99
+
+
+@test
+def test_phases(sess):
+    """Each request's time split into queued, service and sending, on a test
+    server whose split is known, one case each (tests/servers/phases_http.py):
+    - service: it sleeps 20 ms before each reply;
+    - queued: it serves beside a CPU hog on its CPU (nice -10, so the
+      server waits for the CPU before it reads a request);
+    - sending: it sends 256 KiB in 16 KiB sends through a 16 KiB send
+      buffer to a client that reads 4 KiB every 2 ms through a 4 KiB
+      receive buffer.
+    Each case names its phase (the largest share of the time and the
+    largest p99), and in each the phases add up to the span within 1 %."""
+    out = []
+
+    def server(args):
+        return lambda cg: sess.pyserver("phases_http.py", cg, cpu=SERVER_CPU, args=args)
+
+    def loadgen(rate, duration):
+        def drive(srv):
+            res = sess.loadgen("http", srv.port, rate, duration, conns=8, cpu=CLIENT_CPU,
+                               cgroup=sess.cgroup("client-%d" % rate))
+            if res.get("errors"):
+                raise SetupError("loadgen saw %d errors: %s" % (res["errors"], res))
+            return res["_t_end"]
+        return drive
+
+    line, p50, _ = phases_case(sess, "service", server(["--sleep-ms", "20"]), loadgen(40, 4),
+                               "service", 0.9, 100)
+    check(20000 <= p50["service"] <= 25000,
+          "service: p50 %s us, the server sleeps 20 ms per request" % fmt(p50["service"]))
+    out.append(line)
+
+    def hogged(cg):
+        sess.spawn(["nice", "-n", "-10", tw.PYTHON, "-c", "while True: pass"],
+                   cgroup=sess.cgroup("hog"), cpu=SERVER_CPU)
+        return sess.pyserver("phases_http.py", cg, cpu=SERVER_CPU)
+
+    line, _, _ = phases_case(sess, "queued", hogged, loadgen(200, 4), "queued", 0.5, 400)
+    out.append(line)
+
+    def slow_reader(srv):
+        argv = [tw.PYTHON, os.path.join(tw.SERVERS, "phases_http.py"), "client", "--port",
+                str(srv.port), "--requests", "15", "--conns", "2", "--rcvbuf", "4096",
+                "--read", "4096", "--pause-ms", "2"]
+        res = tw.ClientRun(sess, argv, sess.cgroup("client-slow"), CLIENT_CPU,
+                           lambda o: json.loads(o.strip().splitlines()[-1])).start().result(120)
+        if res["errors"] or res["completed"] != 30:
+            raise SetupError("slow client: %s" % res)
+        return res["_t_end"]
+
+    line, _, _ = phases_case(sess, "sending",
+                             server(["--body", "262144", "--chunk", "16384", "--sndbuf", "16384"]),
+                             slow_reader, "sending", 0.8, 30)
+    out.append(line)
+    return "; ".join(out)
+
+
 # ---------------------------------------------------------------------------
 # runner
 

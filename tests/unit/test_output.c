@@ -203,6 +203,111 @@ static void test_json_no_requests(void **state)
 	assert_int_equal(get_u64(o, "bytes_in"), 10);
 	json_object_put(o);
 	free(line);
+
+	/*
+	 * A reply of an earlier window that kept sending moved its span to a
+	 * later bucket in this one: still no request, so still no latency.
+	 */
+	hist_add(&s.latency, 128000000, 1);
+	hist_add(&s.phase[TW_PHASE_SENDING], 127000000, 1);
+	s.phase_on[TW_PHASE_SENDING] = true;
+	line = render(&s, "/idle", &drops);
+	o = parse_line(line);
+	assert_null(get(o, "latency_us"));
+	assert_null(get(o, "ttfb_us"));
+	assert_null(get(o, "phases"));
+	json_object_put(o);
+	free(line);
+}
+
+/*
+ * Phases: each phase's percentiles and mean, the mean span they add up to;
+ * a phase the mode does not see is null (the receive mode's queued), and
+ * its table column "-".
+ */
+static void phases_fill(struct qos_sample *s, bool queued_on)
+{
+	/* 1000 requests: queued 100 us, service 1 ms (10 of them 5 ms), sending 0 or 2 ms. */
+	hist_add(&s->phase[TW_PHASE_QUEUED], 100000, 1000);
+	hist_add(&s->phase[TW_PHASE_SERVICE], 1000000, 990);
+	hist_add(&s->phase[TW_PHASE_SERVICE], 5000000, 10);
+	hist_add(&s->phase[TW_PHASE_SENDING], 0, 900);
+	hist_add(&s->phase[TW_PHASE_SENDING], 2000000, 100);
+	s->phase_ns[TW_PHASE_QUEUED] = queued_on ? 1000 * 100000ULL : 0;
+	s->phase_ns[TW_PHASE_SERVICE] = 990 * 1000000ULL + 10 * 5000000ULL;
+	s->phase_ns[TW_PHASE_SENDING] = 100 * 2000000ULL;
+	s->span_ns = s->phase_ns[0] + s->phase_ns[1] + s->phase_ns[2];
+	s->phase_on[TW_PHASE_QUEUED] = queued_on;
+	s->phase_on[TW_PHASE_SERVICE] = s->phase_on[TW_PHASE_SENDING] = true;
+}
+
+static void test_json_phases(void **state)
+{
+	struct json_object *o, *p;
+	struct qos_sample s;
+	char *line;
+	double sum = 0;
+
+	(void)state;
+	for (int queued_on = 1; queued_on >= 0; queued_on--) {
+		sample_fill(&s);
+		phases_fill(&s, queued_on);
+		line = render(&s, "/web", &drops);
+		o = parse_line(line);
+		p = get(o, "phases");
+		assert_non_null(p);
+		if (queued_on) {
+			expect_latency(get(p, "queued_us"), 100, 100, 100, 100, 100);
+			assert_true(fabs(get_num(get(p, "queued_us"), "mean") - 100) < 0.05);
+		} else {
+			assert_null(get(p, "queued_us"));
+		}
+		expect_latency(get(p, "service_us"), 1000, 1000, 1000, 5000, 5000);
+		assert_true(fabs(get_num(get(p, "service_us"), "mean") - 1040) < 0.05);
+		expect_latency(get(p, "sending_us"), 0, 0, 2000, 2000, 2000);
+		assert_true(fabs(get_num(get(p, "sending_us"), "mean") - 200) < 0.05);
+		/* The means add up to the mean span. */
+		sum = (queued_on ? get_num(get(p, "queued_us"), "mean") : 0) +
+		      get_num(get(p, "service_us"), "mean") + get_num(get(p, "sending_us"), "mean");
+		assert_true(fabs(get_num(p, "span_mean_us") - sum) < 0.1);
+		json_object_put(o);
+		free(line);
+	}
+	/* No requests: no phases. */
+	memset(&s, 0, sizeof(s));
+	s.interval_s = 1;
+	line = render(&s, "/idle", &drops);
+	o = parse_line(line);
+	assert_null(get(o, "phases"));
+	json_object_put(o);
+	free(line);
+}
+
+static void test_table_phases(void **state)
+{
+	char *buf = NULL, want[200], q[16], sv[16], sd[16];
+	struct qos_sample s;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	for (int queued_on = 1; queued_on >= 0; queued_on--) {
+		sample_fill(&s);
+		phases_fill(&s, queued_on);
+		f = open_memstream(&buf, &len);
+		assert_non_null(f);
+		output_table_row(f, &s, "/web", NULL, NULL);
+		assert_int_equal(fclose(f), 0);
+		output_fmt_duration(q, sizeof(q), queued_on ? hist_percentile(&s.phase[0], 0.99) : -1);
+		output_fmt_duration(sv, sizeof(sv), hist_percentile(&s.phase[1], 0.99));
+		output_fmt_duration(sd, sizeof(sd), hist_percentile(&s.phase[2], 0.99));
+		assert_string_equal(q, queued_on ? "100us" : "-");
+		snprintf(want, sizeof(want), " %8s %8s %8s %8s %8s ", q, sv, sd, "49.4K", "4.0G");
+		if (!strstr(buf, want))
+			fail_msg("phase columns: \"%s\", want \"%s\"", buf, want);
+		free(buf);
+		buf = NULL;
+	}
 }
 
 /* Without top --outbound, "outbound" is null: not measured, not zero. */
@@ -416,10 +521,10 @@ static void test_table_row(void **state)
 	output_fmt_duration(p50, sizeof(p50), hist_percentile(&s.latency, 0.5));
 	output_fmt_duration(p99, sizeof(p99), hist_percentile(&s.latency, 0.99));
 	output_fmt_duration(p999, sizeof(p999), hist_percentile(&s.latency, 0.999));
-	/* No contention sensor: its columns are "-". */
-	snprintf(want, sizeof(want), "%-40s %8s %8s %8s %8s %8s %8s %6s %8s %5s %8s %7s  %s",
-		 "/system.slice/nginx.service", "400", p50, p99, p999, "49.4K", "4.0G", "7",
-		 "-", "-", "-", "-", "-");
+	/* No contention sensor: its columns are "-". Phases not seen: "-" too. */
+	snprintf(want, sizeof(want), "%-40s %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s %8s %5s %8s %7s  %s",
+		 "/system.slice/nginx.service", "400", p50, p99, p999, "-", "-", "-", "49.4K",
+		 "4.0G", "7", "-", "-", "-", "-", "-");
 	assert_string_equal(line[1], want);
 	/* Within the bucket error of the real values. */
 	assert_string_equal(p50, "201us");
@@ -541,6 +646,8 @@ int main(void)
 		cmocka_unit_test(test_contention_json),
 		cmocka_unit_test(test_json_sample),
 		cmocka_unit_test(test_json_no_requests),
+		cmocka_unit_test(test_json_phases),
+		cmocka_unit_test(test_table_phases),
 		cmocka_unit_test(test_json_outbound_off),
 		cmocka_unit_test(test_json_null_path),
 		cmocka_unit_test(test_json_negative_conns),

@@ -48,14 +48,20 @@ static const struct rec_header header = {
 	.period_ns = 500000000ULL, .contention = true, .started = 1700000000.25,
 };
 
-/* Tick i: one cgroup with figures that do not round-trip through %g. */
-static struct json_object *make_tick(unsigned i)
+/*
+ * Tick i: one cgroup with figures that do not round-trip through %g, and
+ * its phases: queued seen in even ticks only (odd: as the receive mode).
+ * old: written as before the phases (no raw.phases).
+ */
+static struct json_object *make_tick_as(unsigned i, bool old)
 {
 	struct qos_sample q = { .cgroup_id = 4242, .interval_s = 0.1 + 0.2, .requests = 1000 + i,
 				.bytes_in = 12345, .conns_open = -1 };
 	struct contention_sample c = { .cgroup_id = 4242, .interval_s = 0.1 + 0.2 };
 	double knob[KNOB_MAX] = { INFINITY, 100, NAN, NAN };
 	struct json_object *a = json_object_new_array();
+
+	struct json_object *g, *raw;
 
 	hist_add(&q.latency, 150000, 7 + i);
 	hist_add(&q.latency, 3000000, 2);
@@ -64,8 +70,28 @@ static struct json_object *make_tick(unsigned i)
 	c.runq_delay_s = NAN;
 	c.psi_cpu_some = 12.5;
 	c.tcp_srtt_us = NAN;
-	json_object_array_add(a, rec_cgroup_json(&q, "/tw/web", 1700000000.5 + i, &c, knob));
+	q.phase_on[TW_PHASE_QUEUED] = i % 2 == 0;
+	q.phase_on[TW_PHASE_SERVICE] = q.phase_on[TW_PHASE_SENDING] = true;
+	if (q.phase_on[TW_PHASE_QUEUED])
+		hist_add(&q.phase[TW_PHASE_QUEUED], 40000, 7 + i);
+	hist_add(&q.phase[TW_PHASE_SERVICE], 100000, 7 + i);
+	hist_add(&q.phase[TW_PHASE_SERVICE], 2000000, 2);
+	hist_add(&q.phase[TW_PHASE_SENDING], 0, 7 + i);
+	hist_add(&q.phase[TW_PHASE_SENDING], 900000, 2);
+	q.phase_ns[TW_PHASE_QUEUED] = q.phase_on[TW_PHASE_QUEUED] ? 40000ULL * (7 + i) + 12345 : 0;
+	q.phase_ns[TW_PHASE_SERVICE] = 100000ULL * (7 + i) + 4000000 + 1;
+	q.phase_ns[TW_PHASE_SENDING] = 1800000 + 3;
+	q.span_ns = q.phase_ns[0] + q.phase_ns[1] + q.phase_ns[2] + (1ULL << 40);
+	g = rec_cgroup_json(&q, "/tw/web", 1700000000.5 + i, &c, knob);
+	if (old && json_object_object_get_ex(g, "raw", &raw))
+		json_object_object_del(raw, "phases");
+	json_object_array_add(a, g);
 	return rec_tick_json(10 + i, (10 + i) * 500000ULL, 1700000000.5 + i, 0.1 + 0.2, a);
+}
+
+static struct json_object *make_tick(unsigned i)
+{
+	return make_tick_as(i, false);
 }
 
 static void write_recording(const char *path, unsigned ticks)
@@ -143,8 +169,57 @@ static void test_round_trip(void **state)
 		assert_true(isinf(g->knob[KNOB_CPU_QUOTA]));
 		assert_true(g->knob[KNOB_CPU_WEIGHT] == 100);
 		assert_true(isnan(g->knob[KNOB_IO_WEIGHT]));
+		/* The phases, exactly; queued unseen in odd ticks. */
+		assert_true(g->q.phase_on[TW_PHASE_QUEUED] == (i % 2 == 0));
+		assert_true(g->q.phase_on[TW_PHASE_SERVICE] && g->q.phase_on[TW_PHASE_SENDING]);
+		if (i % 2 == 0) {
+			assert_true(g->q.phase[TW_PHASE_QUEUED].total == 7 + i);
+			assert_true(g->q.phase[TW_PHASE_QUEUED].count[hist_bucket(40000)] == 7 + i);
+			assert_true(g->q.phase_ns[TW_PHASE_QUEUED] == 40000ULL * (7 + i) + 12345);
+		} else {
+			assert_true(g->q.phase[TW_PHASE_QUEUED].total == 0);
+			assert_true(g->q.phase_ns[TW_PHASE_QUEUED] == 0);
+		}
+		assert_true(g->q.phase[TW_PHASE_SERVICE].total == 9 + i);
+		assert_true(g->q.phase[TW_PHASE_SERVICE].count[hist_bucket(2000000)] == 2);
+		assert_true(g->q.phase[TW_PHASE_SENDING].count[0] == 7 + i);
+		assert_true(g->q.phase[TW_PHASE_SENDING].count[hist_bucket(900000)] == 2);
+		assert_true(g->q.phase_ns[TW_PHASE_SERVICE] == 100000ULL * (7 + i) + 4000000 + 1);
+		assert_true(g->q.phase_ns[TW_PHASE_SENDING] == 1800000 + 3);
+		assert_true(g->q.span_ns == g->q.phase_ns[0] + g->q.phase_ns[1] + g->q.phase_ns[2] +
+						(1ULL << 40));
 		rec_tick_clear(&t);
 	}
+	assert_int_equal(rec_next(rd, &t, err, sizeof(err)), 0);
+	rec_close(rd);
+}
+
+/* A recording made before the phases reads back, every phase unseen. */
+static void test_no_phases(void **state)
+{
+	struct rec_writer *w;
+	struct rec_reader *rd;
+	struct rec_header h;
+	struct rec_tick t;
+	char path[256], err[512];
+
+	(void)state;
+	path_of(path, sizeof(path), "old.jsonl.gz");
+	assert_int_equal(rec_writer_open(path, 0, &header, &w), 0);
+	assert_int_equal(rec_writer_line(w, make_tick_as(0, true)), 0);
+	assert_int_equal(rec_writer_close(w), 0);
+	assert_int_equal(rec_open(path, &rd, &h, err, sizeof(err)), 0);
+	assert_int_equal(rec_next(rd, &t, err, sizeof(err)), 1);
+	assert_int_equal(t.n, 1);
+	assert_true(t.v[0].q.requests == 1000);
+	assert_true(t.v[0].q.latency.total == 9);
+	for (unsigned p = 0; p < TW_PHASES; p++) {
+		assert_false(t.v[0].q.phase_on[p]);
+		assert_true(t.v[0].q.phase[p].total == 0);
+		assert_true(t.v[0].q.phase_ns[p] == 0);
+	}
+	assert_true(t.v[0].q.span_ns == 0);
+	rec_tick_clear(&t);
 	assert_int_equal(rec_next(rd, &t, err, sizeof(err)), 0);
 	rec_close(rd);
 }
@@ -374,6 +449,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_no_phases),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_corrupt_gzip),
 		cmocka_unit_test(test_bad_lines),
