@@ -72,6 +72,11 @@ void engine_free(struct engine *e);
  *    cut when it used under 0.5% of a CPU through the whole last window of
  *    the service that drives the cut, no io.weight cut when it issued under
  *    16 KiB/s of block I/O through it (each when known);
+ *  - between best-effort services: quota cuts due in the same tick for two
+ *    or more of them (each one's use known) halve what they hold together
+ *    (use, or quota if lower) and split it max-min fair by their home CPU
+ *    weights: one holding less than its part is not cut, the others get
+ *    their part, none less than half of its value;
  *  - a knob reported by engine_knob_overridden() is left alone until this
  *    engine is freed (the controller's restart, or a reload).
  * Give-back returns what was taken and no more: a best-effort knob climbs
