@@ -158,6 +158,8 @@ struct service_mem {
 	double slack;
 	double usage;
 	double io_usage;
+	bool cpu_known;       /* its CPU use has been known in a tick */
+	bool io_known;        /* its block I/O has been known in a tick */
 	uint64_t cpu_busy_ns; /* the last tick it used CPU (or its use was unknown) */
 	uint64_t io_busy_ns;  /* the last tick it did block I/O (or that was unknown) */
 	uint64_t verdict_ns;  /* when the last verdict was given */
@@ -406,6 +408,17 @@ static void observe(struct engine *e, size_t i, const struct engine_input *in, u
 
 	s->usage = in->cpu_usage >= 0 ? in->cpu_usage : NAN;
 	s->io_usage = in->io_usage >= 0 ? in->io_usage : NAN;
+	/*
+	 * Unknown use counts as busy (no sensor: cut as before), except the
+	 * ticks before the first known figure (a sensor's first sample has
+	 * nothing to diff against): once known and idle, they are forgotten.
+	 */
+	if (!s->cpu_known && !isnan(s->usage) && s->usage < BE_IDLE)
+		s->cpu_busy_ns = 0;
+	if (!s->io_known && !isnan(s->io_usage) && s->io_usage < BE_IO_IDLE)
+		s->io_busy_ns = 0;
+	s->cpu_known |= !isnan(s->usage);
+	s->io_known |= !isnan(s->io_usage);
 	if (!(s->usage < BE_IDLE))
 		s->cpu_busy_ns = now;
 	if (!(s->io_usage < BE_IO_IDLE))

@@ -71,7 +71,8 @@ void engine_free(struct engine *e);
  *  - a BE service is not the cause of what it did not do: no cpu.weight
  *    cut when it used under 0.5% of a CPU through the whole last window of
  *    the service that drives the cut, no io.weight cut when it issued under
- *    16 KiB/s of block I/O through it (each when known);
+ *    16 KiB/s of block I/O through it (each when known; unknown counts as
+ *    busy, but not the ticks before the first known figure once that is idle);
  *  - between best-effort services: quota cuts due in the same tick for two
  *    or more of them (each one's use known) halve what they hold together
  *    (use, or quota if lower) and split it max-min fair by their home CPU

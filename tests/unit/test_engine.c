@@ -1218,6 +1218,17 @@ static void test_idle_not_the_cause(void **state)
 	f->now -= SEC / 2;
 	assert_int_equal(window(f, 3, 1000, &cpu), 1);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
+	/* Unknown in the first ticks (a sensor's first sample), then idle: not the cause. */
+	engine_free(f->e);
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	f->in[1].cpu_usage = NAN;
+	start(f);
+	f->now += SEC / 2;
+	run_tick(f);
+	f->now -= SEC / 2; /* the window ends half a second after that tick */
+	f->in[1].cpu_usage = 0;
+	assert_int_equal(window(f, 3, 1000, &cpu), 0);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
 	/* Unknown (no contention sensor): cut as before. */
 	f->in[1].io_usage = NAN;
 	f->in[1].knob[KNOB_IO_WEIGHT] = 500;
