@@ -253,13 +253,22 @@ class Rig:
         self.target = int(max((alone * hog) ** 0.5, 3 * alone))
         return alone, hog, share, hog >= separation * alone
 
-    def disk_probe(self, rate, seconds, say, cpu=CLIENT_CPU):
+    def files_server(self):
+        """A second latency-critical nginx, cgroup "files" on the server's CPU, for
+        /disk/page alone: an objective that the disk decides."""
+        if not getattr(self, "files", None):
+            self.files_cg = self.sess.cgroup("files")
+            self.files = self.sess.nginx(self.files_cg, cpu=SERVER_CPU, disk_dir=self.disk_dir)
+        return self.files
+
+    def disk_probe(self, rate, seconds, say, cpu=CLIENT_CPU, server=None):
         """nginx's /disk/page p99 (the median of its seconds') alone and beside fio,
         uncontrolled, on the I/O
         scheduler an I/O weight acts through (bfq, every weight at its default):
         the "before" of an I/O weight cut. The disk's scheduler is switched for the
-        probe and put back. Returns (p99 alone, p99 beside fio, fio's MB/s), or
-        Nones where the disk or bfq is missing."""
+        probe and put back. With server (another nginx than web's), web serves its
+        own load meanwhile, as in a run. Returns (p99 alone, p99 beside fio, fio's
+        MB/s), or Nones where the disk or bfq is missing."""
         dev = disk_of(self.disk_dir)
         old = scheduler(dev)
         if not dev or "bfq" not in (readf("/sys/block/%s/queue/scheduler" % dev, "") or ""):
@@ -271,19 +280,28 @@ class Rig:
             def p99(secs=seconds):
                 """The median of the per-second p99s, as the run's rows are read."""
                 dump = os.path.join(self.dir, "disk-probe.dump")
-                r = self.sess.loadgen("http", self.nginx.port, rate, secs, cpu=cpu,
+                r = self.sess.loadgen("http", (server or self.nginx).port, rate, secs, cpu=cpu,
                                       extra=["--path", "/disk/page", "--dump", dump])
                 if r["errors"] or not r["completed"]:
                     raise tw.SetupError("loadgen errors on /disk/page: %s" % r)
                 ps = sorted(p for p in per_second(read_dump(dump, r["start_unix"]),
                                                   r["start_unix"], secs) if p is not None)
                 return ps[len(ps) // 2] if ps else None
+            def loaded(secs=seconds):
+                """p99() while web serves its own load beside, as in the run."""
+                bg = self.sess.loadgen("http", self.nginx.port, self.rate, secs + 1, cpu=cpu,
+                                       background=True) if server else None
+                try:
+                    return p99(secs)
+                finally:
+                    if bg:
+                        bg.result(timeout=secs + 30)
             p99(1)              # warm-up: nginx's first reads of the page
-            alone = p99()
+            alone = loaded()
             self.start_fio(cpu=cpu)
             time.sleep(0.5)
             b0, t0 = self.io_bytes(self.scan), time.monotonic()
-            beside = p99()
+            beside = loaded()
             mbps = (self.io_bytes(self.scan) - b0) / 1e6 / (time.monotonic() - t0)
             self.stop_fio()
         finally:
