@@ -7,10 +7,12 @@ tests check what a user would notice: the service's p99 comes back under
 its target soon after the hog starts, the hog keeps a share of the CPU,
 dry-run decides the same and writes nothing, and every knob is back to its
 original value after SIGTERM, and after kill -9 + `tailwarden restore`.
-weights_floor checks Weights=floor: the hog's weight is at its floor before
-the hog starts, p99 stays under target from the hog's first second, and the
-weight goes home once nginx stops serving. be_share checks how two best-effort
-services share a quota cut: the light one under its part keeps its quota. The slice tests check Slice=: nginx's threads get the policy's EEVDF
+weights_floor checks the default, Weights=floor (the other tests pin
+Weights=reactive, whose cuts and give-backs they follow): the hog's weight is
+at its floor before the hog starts, p99 stays under target from the hog's
+first second, and the weight goes home once nginx stops serving. be_share
+checks how two best-effort services share a quota cut: the light one under its
+part keeps its quota. The slice tests check Slice=: nginx's threads get the policy's EEVDF
 slice (read from /proc/TID/sched), a thread started later too, and every
 thread has its own slice back after SIGTERM and after kill -9 + restore.
 
@@ -104,7 +106,10 @@ class Rig:
             self.hog.wait(5)
             self.hog = None
 
-    def write_policies(self, target_us, dry_run=False, web_extra="", batch_extra=""):
+    def write_policies(self, target_us, dry_run=False, web_extra="", batch_extra="",
+                       weights="reactive"):
+        """weights: the batch policy's Weights= (None: left out, the default: floor).
+        Reactive for the tests of cuts and give-backs on violations."""
         pol = os.path.join(self.dir, "policies")
         os.makedirs(pol, exist_ok=True)
         with open(os.path.join(pol, "web.policy"), "w") as f:
@@ -113,7 +118,8 @@ class Rig:
                     % (self.web.rel, target_us, WINDOW, web_extra))
         with open(os.path.join(pol, "batch.policy"), "w") as f:
             f.write("[Service]\nCgroup=%s\nClass=best-effort\n"
-                    "[Limits]\nCPUWeight=1..100\nCPUQuota=5%%..max\n%s" % (self.batch.rel, batch_extra))
+                    "[Limits]\nCPUWeight=1..100\nCPUQuota=5%%..max\n%s%s"
+                    % (self.batch.rel, "Weights=%s\n" % weights if weights else "", batch_extra))
         self.state = os.path.join(self.dir, "state")
         self.decisions = os.path.join(self.dir, "decisions.jsonl")
         if os.path.exists(self.decisions):
@@ -291,15 +297,17 @@ def wait_shares(files, want, seconds):
 
 
 def test_weights_floor():
-    """Weights=floor: the hog's weight is at its floor before the hog starts, so the
-    seconds in which it starts stay under target; it keeps CPU; its weight goes home
-    once nginx stops serving, and everything is back after SIGTERM."""
+    """The default, Weights=floor (the policy has no Weights= line): the hog's weight is
+    at its floor before the hog starts, so the seconds in which it starts stay under
+    target; it keeps CPU; its weight goes home once nginx stops serving, and everything
+    is back after SIGTERM."""
     with tw.Session(("unified", "cpu", "cpuacct"), tag="floor") as sess:
         rig = Rig(sess)
         alone, hog, target, tried = calibrate(rig)
         files = knob_files(rig.batch)
         orig = snapshot(files)
-        tw_proc = rig.run(rig.write_policies(target, batch_extra="Weights=floor\n"))
+        # No Weights= line: the default is the floor.
+        tw_proc = rig.run(rig.write_policies(target, weights=None))
         # weight 1 on the v2 scale is cpu.shares 10 on v1
         r, hog_share, t_hog, lead, dump = rig.hog_phase(lambda: wait_shares(files, "10", LEAD_S + 2))
         t_idle = time.monotonic()
@@ -309,9 +317,12 @@ def test_weights_floor():
         after = snapshot(files)
         rig.stop_hog()
         reqs, end, per_s = after_hog(r, dump, t_hog)
-        for d in rig.decisions_list():
+        ds = rig.decisions_list()
+        for d in ds:
             info("decision at %+.1fs: %s %s -> %s: %s" % (d["ts"] - t_hog, d["knob"], d["old"],
                                                          d["new"], d["reason"]))
+        check(ds and "Weights=floor" in ds[0]["reason"],
+              "the first decision is not the default's floor: %s" % (ds[:1],))
         first2 = pct99([lat for t, lat in reqs if t < 2])
         whole = pct99([lat for t, lat in reqs])
         over = [s for s, p in per_s if p is not None and p > target]
