@@ -43,7 +43,8 @@ def pct(values, q):
     if not values:
         return None
     v = sorted(values)
-    return v[max(0, -(-len(v) * q // 100) - 1)]
+    tenths = int(round(q * 10))     # whole arithmetic: 99 and 99.9 both exact
+    return v[max(0, -(-len(v) * tenths // 1000) - 1)]
 
 
 def read_dump(path, start_unix):
