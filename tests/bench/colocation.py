@@ -212,8 +212,9 @@ class Arm:
         rig, n = self.rig, self.scen.arm_s
         self.plan()
         self.configure()
-        lc_prev = [rig.cpu_ns(c) for c in self.lc_cgroups()]
-        be_prev = rig.cpu_ns(rig.batch) + rig.cpu_ns(rig.scan)
+        cgs = self.lc_cgroups() + [rig.batch, rig.scan]
+        prev = [rig.cpu_ns(c) for c in cgs]
+        nlc = len(self.lc_cgroups())
         use = []                    # (lc CPUs, be CPUs) per second
         try:
             t0 = time.time()
@@ -225,10 +226,11 @@ class Arm:
                 while todo and todo[0][0] <= now:
                     todo.pop(0)[1]()
                 if now >= sec:
-                    lc = sum(rig.cpu_ns(c) for c in self.lc_cgroups())
-                    be = rig.cpu_ns(rig.batch) + rig.cpu_ns(rig.scan)
-                    use.append(((lc - sum(lc_prev)) / 1e9, (be - be_prev) / 1e9))
-                    lc_prev, be_prev = [lc], be
+                    cur = [rig.cpu_ns(c) for c in cgs]
+                    # A cgroup made again (scenario 4's restart) counts from 0.
+                    d = [(c - p if c >= p else c) / 1e9 for c, p in zip(cur, prev)]
+                    use.append((sum(d[:nlc]), sum(d[nlc:])))
+                    prev = cur
                     sec += 1
                 nxt = min([sec] + [a[0] for a in todo[:1]])
                 time.sleep(max(0.0, min(0.1, nxt - (time.time() - t0))))
