@@ -56,7 +56,8 @@ TEST_LIBS_expo := $(OUTPUT)/controller/expo.o $(OUTPUT)/controller/report.o $(OU
 test_libs = $(or $(TEST_LIBS_$(1)),$(LIBS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop $(OUTPUT)/tests/knobtool
-BENCH_TOOLS := $(OUTPUT)/tests/onoff $(OUTPUT)/tests/floor.bpf.o $(OUTPUT)/tests/floor_switch.bpf.o
+BENCH_TOOLS := $(OUTPUT)/tests/onoff $(OUTPUT)/tests/floor.bpf.o $(OUTPUT)/tests/floor_switch.bpf.o \
+	$(OUTPUT)/tests/progstats $(OUTPUT)/tests/progstats.bpf.o
 
 .PHONY: all vmlinux clean check check-layers contrib unit integration deps bench demo soak tests install uninstall fuzz fuzz-short vm-check vm-check-quick vm-image
 .DELETE_ON_ERROR:
@@ -128,6 +129,11 @@ $(OUTPUT)/tests/%.bpf.o: tests/bench/%.bpf.c $(VMLINUX_H) | $(OUTPUT)/tests
 $(OUTPUT)/tests/onoff: tests/bench/onoff.c $(LIBS) | $(OUTPUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(LIBS) $(LDLIBS) -o $@
+
+# The kernel's BPF run statistics per program and CPU (tests/bench/progstats.c).
+$(OUTPUT)/tests/progstats: tests/bench/progstats.c | $(OUTPUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $< $(LDLIBS) -o $@
 
 tests: tailwarden $(UNIT_TESTS) $(TEST_TOOLS)
 

@@ -26,7 +26,6 @@
 #include "knobs/knob.h"
 #include "knobs/knob_internal.h"
 
-
 int knob_open_beneath(int dirfd, const char *rel, int flags, bool walk)
 {
 	struct open_how how = {
@@ -81,9 +80,8 @@ static bool cgroup_fs(int fd)
 {
 	struct statfs sf;
 
-	return fstatfs(fd, &sf) == 0 &&
-	       ((unsigned long)sf.f_type == CGROUP_SUPER_MAGIC ||
-		(unsigned long)sf.f_type == CGROUP2_SUPER_MAGIC);
+	return fstatfs(fd, &sf) == 0 && ((unsigned long)sf.f_type == CGROUP_SUPER_MAGIC ||
+					 (unsigned long)sf.f_type == CGROUP2_SUPER_MAGIC);
 }
 
 /*
@@ -192,7 +190,8 @@ bool knob_valid_value(const char *name, const char *v)
 	char a[32], b[32];
 
 	if (!strcmp(name, "cpu.max")) {
-		if (sscanf(v, "%31[^ ] %31[^ ]", a, b) != 2 || strlen(a) + strlen(b) + 1 != strlen(v))
+		if (sscanf(v, "%31[^ ] %31[^ ]", a, b) != 2 ||
+		    strlen(a) + strlen(b) + 1 != strlen(v))
 			return false;
 		return (!strcmp(a, "max") || int_str(a, QUOTA_MIN_US, QUOTA_MAX_US)) &&
 		       int_str(b, PERIOD_MIN_US, PERIOD_MAX_US);
@@ -201,8 +200,9 @@ bool knob_valid_value(const char *name, const char *v)
 		return !strcmp(v, "-1") || int_str(v, QUOTA_MIN_US, QUOTA_MAX_US);
 	if (!strcmp(name, "cpu.cfs_period_us"))
 		return int_str(v, PERIOD_MIN_US, PERIOD_MAX_US);
-	if (!strncmp(v, "default ", 8) && (!strcmp(name, "io.weight") || !strcmp(name, "io.bfq.weight") ||
-					   !strcmp(name, "blkio.bfq.weight")))
+	if (!strncmp(v, "default ", 8) &&
+	    (!strcmp(name, "io.weight") || !strcmp(name, "io.bfq.weight") ||
+	     !strcmp(name, "blkio.bfq.weight")))
 		v += 8;
 	if (!strcmp(name, "cpu.weight") || !strcmp(name, "io.weight"))
 		return int_str(v, CG_WEIGHT_MIN, CG_WEIGHT_MAX);
@@ -267,7 +267,7 @@ void knob_report(knob_report_fn fn, void *userdata, const char *fmt, ...)
 }
 
 int knob_restore_file(const struct knob_root *rt, const char *path, const char *value,
-			knob_report_fn fn, void *userdata)
+		      knob_report_fn fn, void *userdata)
 {
 	const char *rel = path + rt->len + 1;
 	char cur[256], now[256];

@@ -87,7 +87,8 @@ void knob_cpulist_format(const unsigned *cpus, size_t n, char *buf, size_t len)
 		while (j + 1 < n && cpus[j + 1] == cpus[j] + 1)
 			j++;
 		if (j > i)
-			off += snprintf(buf + off, len - off, "%s%u-%u", off ? "," : "", cpus[i], cpus[j]);
+			off += snprintf(buf + off, len - off, "%s%u-%u", off ? "," : "", cpus[i],
+					cpus[j]);
 		else
 			off += snprintf(buf + off, len - off, "%s%u", off ? "," : "", cpus[i]);
 		i = j;

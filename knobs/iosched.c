@@ -180,8 +180,8 @@ int iosched_devices(char ***out)
 		char path[sizeof(SYS_BLOCK) + 300], **nv;
 		const char *name = de->d_name;
 
-		if (!iosched_valid_name(name) || !strncmp(name, "loop", 4) || !strncmp(name, "ram", 3) ||
-		    !strncmp(name, "zram", 4))
+		if (!iosched_valid_name(name) || !strncmp(name, "loop", 4) ||
+		    !strncmp(name, "ram", 3) || !strncmp(name, "zram", 4))
 			continue;
 		snprintf(path, sizeof(path), SYS_BLOCK "/%s/queue/scheduler", name);
 		if (access(path, F_OK) < 0)
@@ -239,7 +239,8 @@ static int setup_one(struct iosched_setup *o, const char *dev)
 
 	r = iosched_get(dev, &now);
 	if (r == -ENOENT) {
-		say(o, LOG_WARNING, "I/O weight: %s is not a disk with an I/O scheduler (no /sys/block/%s/queue/scheduler)",
+		say(o, LOG_WARNING,
+		    "I/O weight: %s is not a disk with an I/O scheduler (no /sys/block/%s/queue/scheduler)",
 		    dev, dev);
 		return 0;
 	}
@@ -252,32 +253,39 @@ static int setup_one(struct iosched_setup *o, const char *dev)
 		snprintf(o->seen[o->n_seen++], IOSCHED_NAME_MAX, "%s", dev);
 	if (!strcmp(now.current, "bfq")) {
 		say(o, LOG_INFO, "I/O weight can act on %s: its scheduler is bfq%s", dev,
-		    o->state && knob_state_has_iosched(o->state, dev) ? " (switched by tailwarden)" : "");
+		    o->state && knob_state_has_iosched(o->state, dev) ?
+			    " (switched by tailwarden)" :
+			    "");
 		return 0;
 	}
 	if (!o->want) {
-		say(o, LOG_NOTICE, "I/O weight has no effect on %s: its scheduler is %s; set IOScheduler=bfq to let tailwarden switch it while it runs",
+		say(o, LOG_NOTICE,
+		    "I/O weight has no effect on %s: its scheduler is %s; set IOScheduler=bfq to let tailwarden switch it while it runs",
 		    dev, now.current);
 		return 0;
 	}
 	if (!iosched_offers(&now, o->want)) {
-		say(o, LOG_WARNING, "I/O weight has no effect on %s: its scheduler is %s and it does not offer %s (is the bfq module available?); leaving it",
+		say(o, LOG_WARNING,
+		    "I/O weight has no effect on %s: its scheduler is %s and it does not offer %s (is the bfq module available?); leaving it",
 		    dev, now.current, o->want);
 		return 0;
 	}
 	if (o->dry_run) {
-		say(o, LOG_NOTICE, "dry-run: would switch the I/O scheduler of %s from %s to %s; I/O weight has no effect on it meanwhile",
+		say(o, LOG_NOTICE,
+		    "dry-run: would switch the I/O scheduler of %s from %s to %s; I/O weight has no effect on it meanwhile",
 		    dev, now.current, o->want);
 		return 0;
 	}
 	snprintf(was, sizeof(was), "%s", now.current);
 	r = knob_state_write_iosched(o->state, dev, o->want);
 	if (r) {
-		say(o, LOG_ERR, "Failed to switch the I/O scheduler of %s from %s to %s: %s; I/O weight has no effect on it",
+		say(o, LOG_ERR,
+		    "Failed to switch the I/O scheduler of %s from %s to %s: %s; I/O weight has no effect on it",
 		    dev, was, o->want, strerror(-r));
 		return 0;
 	}
-	say(o, LOG_NOTICE, "switched the I/O scheduler of %s from %s to %s while tailwarden runs: I/O weight can act on it",
+	say(o, LOG_NOTICE,
+	    "switched the I/O scheduler of %s from %s to %s while tailwarden runs: I/O weight can act on it",
 	    dev, was, o->want);
 	return 1;
 }
@@ -294,7 +302,8 @@ int iosched_setup(struct iosched_setup *o)
 			return r;
 		devs = all;
 		if (!devs[0])
-			say(o, LOG_NOTICE, "I/O weight: no disk with an I/O scheduler in /sys/block");
+			say(o, LOG_NOTICE,
+			    "I/O weight: no disk with an I/O scheduler in /sys/block");
 	}
 	for (size_t i = 0; devs[i]; i++)
 		n += setup_one(o, devs[i]);
@@ -318,8 +327,8 @@ static int iosched_rec(const struct knob_target *t, enum action_knob kind, struc
 	return r->iosched.device && r->iosched.original ? 0 : -ENOMEM;
 }
 
-static int iosched_wr(const struct knob_target *t, const struct knob_env *env, struct knob_record *r,
-		      double value, const char *sval)
+static int iosched_wr(const struct knob_target *t, const struct knob_env *env,
+		      struct knob_record *r, double value, const char *sval)
 {
 	(void)env;
 	(void)r;
@@ -327,7 +336,8 @@ static int iosched_wr(const struct knob_target *t, const struct knob_env *env, s
 	return iosched_set(t->device, sval);
 }
 
-static int iosched_written(const struct knob_target *t, struct knob_record *r, double value, const char *sval)
+static int iosched_written(const struct knob_target *t, struct knob_record *r, double value,
+			   const char *sval)
 {
 	(void)t;
 	(void)value;
@@ -338,7 +348,8 @@ static int iosched_written(const struct knob_target *t, struct knob_record *r, d
 }
 
 /* Still what we set, or already back; else someone picked another by hand. */
-static int iosched_verify(const struct knob_env *env, struct knob_record *r, char *why, size_t whylen)
+static int iosched_verify(const struct knob_env *env, struct knob_record *r, char *why,
+			  size_t whylen)
 {
 	struct iosched now;
 	int ret;
@@ -346,12 +357,14 @@ static int iosched_verify(const struct knob_env *env, struct knob_record *r, cha
 	(void)env;
 	ret = iosched_get(r->iosched.device, &now);
 	if (ret == -EMEDIUMTYPE)
-		snprintf(why, whylen, "/sys/block/%s/queue/scheduler is not on sysfs", r->iosched.device);
+		snprintf(why, whylen, "/sys/block/%s/queue/scheduler is not on sysfs",
+			 r->iosched.device);
 	if (ret)
 		return ret;
 	if (strcmp(now.current, r->iosched.original) && r->iosched.written &&
 	    strcmp(now.current, r->iosched.written)) {
-		snprintf(why, whylen, "its scheduler is %s, not %s as we set it", now.current, r->iosched.written);
+		snprintf(why, whylen, "its scheduler is %s, not %s as we set it", now.current,
+			 r->iosched.written);
 		return -ESTALE;
 	}
 	return 0;
@@ -378,7 +391,8 @@ static int iosched_restore(const struct knob_env *env, struct knob_record *r, kn
 		}
 		ret = iosched_set(dev, orig);
 		if (ret) {
-			snprintf(why, whylen, "failed to switch %s to %s: %s", dev, orig, strerror(-ret));
+			snprintf(why, whylen, "failed to switch %s to %s: %s", dev, orig,
+				 strerror(-ret));
 			return ret;
 		}
 	}

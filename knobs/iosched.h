@@ -61,11 +61,11 @@ struct knob_state;
 typedef void (*iosched_say_fn)(void *userdata, int level, const char *line);
 
 struct iosched_setup {
-	const char *want;          /* IOScheduler= ("bfq"), or NULL: only say */
-	char **devs;               /* IOSchedulerDevices=; NULL or empty: every whole disk */
-	bool dry_run;              /* say what would be switched, switch nothing */
-	struct knob_state *state;  /* records each original before its switch */
-	iosched_say_fn say;        /* each disk's line, whole, and its LOG_* level */
+	const char *want;	  /* IOScheduler= ("bfq"), or NULL: only say */
+	char **devs;		  /* IOSchedulerDevices=; NULL or empty: every whole disk */
+	bool dry_run;		  /* say what would be switched, switch nothing */
+	struct knob_state *state; /* records each original before its switch */
+	iosched_say_fn say;	  /* each disk's line, whole, and its LOG_* level */
 	void *userdata;
 	char (*seen)[IOSCHED_NAME_MAX]; /* filled with the disks read, at most max_seen */
 	size_t max_seen, n_seen;

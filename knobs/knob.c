@@ -47,24 +47,24 @@
 #include "knobs/freq.h"
 
 struct slot {
-	const char *why;   /* NULL when available */
-	const char *ctrl;  /* v2: the controller not enabled for the cgroup, or NULL */
+	const char *why;  /* NULL when available */
+	const char *ctrl; /* v2: the controller not enabled for the cgroup, or NULL */
 	bool v2;
-	bool bfq;          /* io.bfq.weight or blkio.bfq.weight: 1..1000 */
-	char *file;        /* the value; v1 quota: cpu.cfs_quota_us */
-	char *period;      /* v1 quota only: cpu.cfs_period_us */
-	char *shown;       /* for logs, relative to the base */
-	bool written;      /* our last write verified; the two below valid */
-	long long wval;    /* as written, file units */
+	bool bfq;	   /* io.bfq.weight or blkio.bfq.weight: 1..1000 */
+	char *file;	   /* the value; v1 quota: cpu.cfs_quota_us */
+	char *period;	   /* v1 quota only: cpu.cfs_period_us */
+	char *shown;	   /* for logs, relative to the base */
+	bool written;	   /* our last write verified; the two below valid */
+	long long wval;	   /* as written, file units */
 	long long wperiod; /* the quota's period then */
-	double wcanon;     /* as asked, canonical units */
+	double wcanon;	   /* as asked, canonical units */
 };
 
 struct knobs {
 	struct slot s[KNOB_MAX];
-	unsigned *cpus;        /* frequency: the CPUs we act on */
+	unsigned *cpus; /* frequency: the CPUs we act on */
 	size_t ncpus;
-	unsigned long *wkhz;   /* as written, per CPU */
+	unsigned long *wkhz; /* as written, per CPU */
 };
 
 static unsigned long clampul(unsigned long v, unsigned long lo, unsigned long hi)
@@ -74,7 +74,8 @@ static unsigned long clampul(unsigned long v, unsigned long lo, unsigned long hi
 
 unsigned long knob_weight_to_shares(unsigned long weight)
 {
-	return clampul(weight * CG_SHARES_DEFAULT / CG_WEIGHT_DEFAULT, CG_SHARES_MIN, CG_SHARES_MAX);
+	return clampul(weight * CG_SHARES_DEFAULT / CG_WEIGHT_DEFAULT, CG_SHARES_MIN,
+		       CG_SHARES_MAX);
 }
 
 unsigned long knob_shares_to_weight(unsigned long shares)
@@ -386,8 +387,10 @@ static int slot_init(struct slot *s, const char *base, const char *dir, const ch
  */
 static void v2_missing(struct slot *s, const char *dir, const char *ctrl, const char *nofile)
 {
-	static const char nocpu[] = "cpu controller not enabled for this cgroup (not in cgroup.subtree_control of its parent)",
-		noio[] = "io controller not enabled for this cgroup (not in cgroup.subtree_control of its parent)";
+	static const char nocpu
+		[] = "cpu controller not enabled for this cgroup (not in cgroup.subtree_control of its parent)",
+	   noio[] =
+		   "io controller not enabled for this cgroup (not in cgroup.subtree_control of its parent)";
 	char path[2 * PATH_MAX + 32], list[512];
 
 	snprintf(path, sizeof(path), "%s/cgroup.controllers", dir);
@@ -402,13 +405,17 @@ static void v2_missing(struct slot *s, const char *dir, const char *ctrl, const 
 static int open_cgroupfs(struct knobs *k, const char *base, const char *rel, const char *ctrl,
 			 bool *found)
 {
-	static const char gone[] = "cgroup does not exist",
-		nov1cpu[] = "cgroup not in the cgroup v1 cpu hierarchy (and no cgroup v2 cpu controller)",
-		nov1blk[] = "cgroup not in the cgroup v1 blkio hierarchy (and no cgroup v2 io controller)",
-		noquota[] = "cpu.cfs_quota_us missing: kernel without CFS bandwidth control",
-		nomax[] = "cpu.max missing: kernel without CFS bandwidth control",
-		noweight[] = "cpu.weight missing",
-		noio[] = "neither io.bfq.weight (the bfq I/O scheduler is not loaded) nor io.weight (no io.cost in this kernel)";
+	static const char gone
+		[] = "cgroup does not exist",
+	    nov1cpu[] =
+		    "cgroup not in the cgroup v1 cpu hierarchy (and no cgroup v2 cpu controller)",
+	    nov1blk[] =
+		    "cgroup not in the cgroup v1 blkio hierarchy (and no cgroup v2 io controller)",
+	    noquota[] = "cpu.cfs_quota_us missing: kernel without CFS bandwidth control",
+	    nomax[] = "cpu.max missing: kernel without CFS bandwidth control",
+	    noweight[] = "cpu.weight missing",
+	    noio[] =
+		    "neither io.bfq.weight (the bfq I/O scheduler is not loaded) nor io.weight (no io.cost in this kernel)";
 	char v2dir[2 * PATH_MAX + 16], cpudir[2 * PATH_MAX + 16], blkdir[2 * PATH_MAX + 16];
 	char bfq[2 * PATH_MAX + 32];
 	struct slot *s = k->s;
@@ -421,27 +428,29 @@ static int open_cgroupfs(struct knobs *k, const char *base, const char *rel, con
 	if (*ctrl && knob_exists(v2dir))
 		*found = true;
 	if (knob_has_word(ctrl, "cpu")) {
-		r = slot_init(&s[KNOB_CPU_QUOTA], base, v2dir, "cpu.max", NULL, true, gone, nomax, found);
+		r = slot_init(&s[KNOB_CPU_QUOTA], base, v2dir, "cpu.max", NULL, true, gone, nomax,
+			      found);
 		if (!r && s[KNOB_CPU_QUOTA].why == nomax)
 			v2_missing(&s[KNOB_CPU_QUOTA], v2dir, "cpu", nomax);
 		if (!r)
-			r = slot_init(&s[KNOB_CPU_WEIGHT], base, v2dir, "cpu.weight", NULL, true, gone,
-				      noweight, found);
+			r = slot_init(&s[KNOB_CPU_WEIGHT], base, v2dir, "cpu.weight", NULL, true,
+				      gone, noweight, found);
 		if (!r && s[KNOB_CPU_WEIGHT].why == noweight)
 			v2_missing(&s[KNOB_CPU_WEIGHT], v2dir, "cpu", noweight);
 	} else {
-		r = slot_init(&s[KNOB_CPU_QUOTA], base, cpudir, "cpu.cfs_quota_us", "cpu.cfs_period_us",
-			      false, nov1cpu, noquota, found);
+		r = slot_init(&s[KNOB_CPU_QUOTA], base, cpudir, "cpu.cfs_quota_us",
+			      "cpu.cfs_period_us", false, nov1cpu, noquota, found);
 		if (!r)
-			r = slot_init(&s[KNOB_CPU_WEIGHT], base, cpudir, "cpu.shares", NULL, false, nov1cpu,
-				      "cpu.shares missing", found);
+			r = slot_init(&s[KNOB_CPU_WEIGHT], base, cpudir, "cpu.shares", NULL, false,
+				      nov1cpu, "cpu.shares missing", found);
 	}
 	if (r)
 		return r;
 	if (!knob_has_word(ctrl, "io")) {
 		s[KNOB_IO_WEIGHT].bfq = true;
-		return slot_init(&s[KNOB_IO_WEIGHT], base, blkdir, "blkio.bfq.weight", NULL, false, nov1blk,
-				 "blkio.bfq.weight missing: no BFQ I/O scheduler in this kernel", found);
+		return slot_init(
+			&s[KNOB_IO_WEIGHT], base, blkdir, "blkio.bfq.weight", NULL, false, nov1blk,
+			"blkio.bfq.weight missing: no BFQ I/O scheduler in this kernel", found);
 	}
 	/*
 	 * Under BFQ the weight that acts is the scheduler's own io.bfq.weight
@@ -450,8 +459,9 @@ static int open_cgroupfs(struct knobs *k, const char *base, const char *rel, con
 	 */
 	snprintf(bfq, sizeof(bfq), "%s/io.bfq.weight", v2dir);
 	s[KNOB_IO_WEIGHT].bfq = knob_exists(bfq);
-	r = slot_init(&s[KNOB_IO_WEIGHT], base, v2dir, s[KNOB_IO_WEIGHT].bfq ? "io.bfq.weight" : "io.weight",
-		      NULL, true, gone, noio, found);
+	r = slot_init(&s[KNOB_IO_WEIGHT], base, v2dir,
+		      s[KNOB_IO_WEIGHT].bfq ? "io.bfq.weight" : "io.weight", NULL, true, gone, noio,
+		      found);
 	if (!r && s[KNOB_IO_WEIGHT].why == noio)
 		v2_missing(&s[KNOB_IO_WEIGHT], v2dir, "io", noio);
 	return r;
@@ -498,7 +508,8 @@ static int open_freq(struct knobs *k, const char *base, const char *rel, const c
 			return -ENOMEM;
 	}
 	knob_cpulist_format(k->cpus, k->ncpus, list, sizeof(list));
-	if (asprintf(&s->shown, "cpufreq/scaling_max_freq of CPUs %s", k->ncpus ? list : "(none)") < 0) {
+	if (asprintf(&s->shown, "cpufreq/scaling_max_freq of CPUs %s", k->ncpus ? list : "(none)") <
+	    0) {
 		s->shown = NULL;
 		return -ENOMEM;
 	}
@@ -527,7 +538,8 @@ int knobs_open(const char *cgroup_base, const char *rel, struct knobs **out)
 	bool found = false;
 	int r;
 
-	if (!cgroup_base || !rel || rel[0] != '/' || knob_clean_path(cgroup_base, base, sizeof(base)) ||
+	if (!cgroup_base || !rel || rel[0] != '/' ||
+	    knob_clean_path(cgroup_base, base, sizeof(base)) ||
 	    knob_clean_path(rel, r_el, sizeof(r_el)))
 		return -EINVAL;
 	if (!strcmp(r_el, "/"))
@@ -753,8 +765,8 @@ static int files_record(const struct knob_target *t, enum action_knob kind, stru
 	return ret;
 }
 
-static int files_write(const struct knob_target *t, const struct knob_env *env, struct knob_record *r,
-		       double value, const char *sval)
+static int files_write(const struct knob_target *t, const struct knob_env *env,
+		       struct knob_record *r, double value, const char *sval)
 {
 	struct knobs *k, *opened;
 	int ret = target_knobs(t, &k, &opened);
@@ -768,7 +780,8 @@ static int files_write(const struct knob_target *t, const struct knob_env *env, 
 }
 
 /* What the files (or CPUs) hold after our write, as the record's "written". */
-static int files_written(const struct knob_target *t, struct knob_record *r, double value, const char *sval)
+static int files_written(const struct knob_target *t, struct knob_record *r, double value,
+			 const char *sval)
 {
 	struct knob_record now = { .backend = r->backend };
 	int ret;
@@ -813,11 +826,13 @@ static int cpus_verify(const struct knob_env *env, struct knob_record *r, char *
 
 		if (c->cpu > 65535 || !c->max_khz)
 			return knob_why_fail(why, whylen, -EBADMSG, "a CPU entry is out of range");
-		if (!c->written_khz || knob_cpu_online(c->cpu) != 1 || knob_freq_get_max(c->cpu, &cur))
+		if (!c->written_khz || knob_cpu_online(c->cpu) != 1 ||
+		    knob_freq_get_max(c->cpu, &cur))
 			continue;
 		if (cur != c->written_khz && cur != c->max_khz)
-			return knob_why_fail(why, whylen, -ESTALE, "cpu%u scaling_max_freq is %lu kHz, we wrote %lu kHz",
-					c->cpu, cur, c->written_khz);
+			return knob_why_fail(why, whylen, -ESTALE,
+					     "cpu%u scaling_max_freq is %lu kHz, we wrote %lu kHz",
+					     c->cpu, cur, c->written_khz);
 	}
 	return 0;
 }
@@ -830,7 +845,8 @@ static int cpus_restore(const struct knob_env *env, struct knob_record *r, knob_
 		int ret = knob_restore_cpu(r->cpus.v[i].cpu, r->cpus.v[i].max_khz, fn, userdata);
 
 		if (ret)
-			return knob_why_fail(why, whylen, ret, "cpu%u: %s", r->cpus.v[i].cpu, strerror(-ret));
+			return knob_why_fail(why, whylen, ret, "cpu%u: %s", r->cpus.v[i].cpu,
+					     strerror(-ret));
 	}
 	return 0;
 }
@@ -849,23 +865,28 @@ static int files_open(const struct knob_record *r, struct knob_root *rt, char *w
 		*why = '\0';
 	if (r->knob == KNOB_CPU_FREQ || r->knob >= KNOB_MAX || r->knob == KNOB_SCHED_SLICE)
 		return knob_why_fail(why, whylen, -EBADMSG, "no files recorded");
-	if (!r->cgroup_base || knob_clean_path(r->cgroup_base, base, sizeof(base)) || base[0] != '/' || !r->cgroup ||
-	    r->cgroup[0] != '/' || strstr(r->cgroup, "/../") || strstr(r->cgroup, "/./"))
-		return knob_why_fail(why, whylen, -EBADMSG, "the cgroup or its base is not a clean absolute path");
+	if (!r->cgroup_base || knob_clean_path(r->cgroup_base, base, sizeof(base)) ||
+	    base[0] != '/' || !r->cgroup || r->cgroup[0] != '/' || strstr(r->cgroup, "/../") ||
+	    strstr(r->cgroup, "/./"))
+		return knob_why_fail(why, whylen, -EBADMSG,
+				     "the cgroup or its base is not a clean absolute path");
 	for (size_t i = 0; i < r->files.n; i++) {
 		const struct knob_file *f = &r->files.v[i];
 		const char *name;
 
 		if (strncmp(f->path, base, strlen(base)) || f->path[strlen(base)] != '/' ||
 		    !knob_file_of(f->path + strlen(base) + 1, r->cgroup, r->knob, &name))
-			return knob_why_fail(why, whylen, -EBADMSG, "%s is not a %s file of %s under %s", f->path,
-					action_knob_name(r->knob), r->cgroup, base);
+			return knob_why_fail(why, whylen, -EBADMSG,
+					     "%s is not a %s file of %s under %s", f->path,
+					     action_knob_name(r->knob), r->cgroup, base);
 		if (!knob_valid_value(name, f->value))
-			return knob_why_fail(why, whylen, -ERANGE, "%s: '%s' is not a valid %s value", f->path,
-					f->value, name);
+			return knob_why_fail(why, whylen, -ERANGE,
+					     "%s: '%s' is not a valid %s value", f->path, f->value,
+					     name);
 		if (f->written && !knob_valid_value(name, f->written))
-			return knob_why_fail(why, whylen, -ERANGE, "%s: written '%s' is not a valid %s value",
-					f->path, f->written, name);
+			return knob_why_fail(why, whylen, -ERANGE,
+					     "%s: written '%s' is not a valid %s value", f->path,
+					     f->written, name);
 	}
 	ret = knob_root_open(base, rt);
 	if (ret && ret != -ENOENT)
@@ -877,13 +898,16 @@ static int files_open(const struct knob_record *r, struct knob_root *rt, char *w
 static int files_fail(const struct knob_record *r, int ret, char *why, size_t whylen)
 {
 	if (ret == -ELOOP)
-		return knob_why_fail(why, whylen, ret, "a symbolic link on the way to a file of %s; not following it",
-				r->cgroup);
+		return knob_why_fail(why, whylen, ret,
+				     "a symbolic link on the way to a file of %s; not following it",
+				     r->cgroup);
 	if (ret == -EXDEV)
-		return knob_why_fail(why, whylen, ret, "a file of %s resolves outside %s", r->cgroup, r->cgroup_base);
+		return knob_why_fail(why, whylen, ret, "a file of %s resolves outside %s",
+				     r->cgroup, r->cgroup_base);
 	if (ret == -EMEDIUMTYPE)
-		return knob_why_fail(why, whylen, ret, "a file of %s is not a regular file on a cgroup file system",
-				r->cgroup);
+		return knob_why_fail(why, whylen, ret,
+				     "a file of %s is not a regular file on a cgroup file system",
+				     r->cgroup);
 	if (ret && ret != -ENOENT && ret != -ESTALE)
 		return knob_why_fail(why, whylen, ret, "%s", strerror(-ret));
 	return ret;
@@ -905,7 +929,8 @@ static int files_verify(const struct knob_env *env, struct knob_record *r, char 
 
 		ret = knob_root_read(&rt, f->path + rt.len + 1, cur, sizeof(cur));
 		if (!ret && f->written && strcmp(cur, f->written) && strcmp(cur, f->value))
-			ret = knob_why_fail(why, whylen, -ESTALE, "%s is %s, we wrote %s", f->path, cur, f->written);
+			ret = knob_why_fail(why, whylen, -ESTALE, "%s is %s, we wrote %s", f->path,
+					    cur, f->written);
 	}
 	close(rt.fd);
 	return files_fail(r, ret, why, whylen);

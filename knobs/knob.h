@@ -98,7 +98,8 @@ int knob_cgroup_read(const char *cgroup_base, const char *cgroup, const char *na
  * files (no link followed, never above the root, on a cgroup file
  * system). Never the root's: -EPERM. userdata is unused. 0 or -errno.
  */
-int knob_subtree_write(void *userdata, const char *cgroup_base, const char *cgroup, const char *change);
+int knob_subtree_write(void *userdata, const char *cgroup_base, const char *cgroup,
+		       const char *change);
 /*
  * Undo an enable: "-ctrl" in cgroup.subtree_control of cgroup (never the
  * root: -EPERM), through wr (NULL: knob_subtree_write()), read back

@@ -28,8 +28,8 @@
 /* Where records are restored: the cgroup root, and what its files may be. */
 struct knob_root {
 	int fd;
-	size_t len;      /* of the base path */
-	bool test_tree;  /* a plain directory, not a mount: its own files count */
+	size_t len;	/* of the base path */
+	bool test_tree; /* a plain directory, not a mount: its own files count */
 	dev_t dev;
 };
 
@@ -55,13 +55,15 @@ bool knob_valid_value(const char *name, const char *v);
 /* Is rel (below the root) a file of this knob of this cgroup? *name: the file's name. */
 bool knob_file_of(const char *rel, const char *cgroup, enum action_knob kind, const char **name);
 /* Write value to the file at path (under rt) unless it holds it, read back; a line to fn. */
-int knob_restore_file(const struct knob_root *rt, const char *path, const char *value, knob_report_fn fn,
-		      void *userdata);
+int knob_restore_file(const struct knob_root *rt, const char *path, const char *value,
+		      knob_report_fn fn, void *userdata);
 /* A CPU's maximum frequency back, unless it is offline; a line to fn. */
 int knob_restore_cpu(unsigned cpu, unsigned long khz, knob_report_fn fn, void *userdata);
 /* A line in words to fn (and the debug log). */
-void knob_report(knob_report_fn fn, void *userdata, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void knob_report(knob_report_fn fn, void *userdata, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* why (may be NULL) gets the reason in words; returns r. */
-int knob_why_fail(char *why, size_t len, int r, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int knob_why_fail(char *why, size_t len, int r, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 #endif

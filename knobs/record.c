@@ -111,7 +111,8 @@ const struct knob_backend *knob_backend_of(enum knob_backend_id id)
 	return id < KNOB_BACKEND_MAX ? table[id] : NULL;
 }
 
-const char *knob_target_name(const struct knob_target *t, enum action_knob kind, char *buf, size_t len)
+const char *knob_target_name(const struct knob_target *t, enum action_knob kind, char *buf,
+			     size_t len)
 {
 	if (kind == KNOB_SCHED_SLICE)
 		snprintf(buf, len, "sched.slice of the threads of %s", t->cgroup);

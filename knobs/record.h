@@ -18,12 +18,12 @@
 #include "policies/action.h"
 
 enum knob_backend_id {
-	KNOB_BACKEND_CGROUP,   /* a cgroup's files: cpu.max, cpu.weight, io.weight, v1 too (knob.c) */
-	KNOB_BACKEND_CPUFREQ,  /* scaling_max_freq of the CPUs of a cgroup's cpuset (knob.c, freq.c) */
-	KNOB_BACKEND_UNIT,     /* a systemd unit's property (unit.c) */
-	KNOB_BACKEND_SLICE,    /* the EEVDF slice of a cgroup's threads (slice.c) */
-	KNOB_BACKEND_IOSCHED,  /* a disk's I/O scheduler (iosched.c) */
-	KNOB_BACKEND_SUBTREE,  /* a v2 controller enabled in cgroup.subtree_control (subtree.c) */
+	KNOB_BACKEND_CGROUP, /* a cgroup's files: cpu.max, cpu.weight, io.weight, v1 too (knob.c) */
+	KNOB_BACKEND_CPUFREQ, /* scaling_max_freq of the CPUs of a cgroup's cpuset (knob.c, freq.c) */
+	KNOB_BACKEND_UNIT,    /* a systemd unit's property (unit.c) */
+	KNOB_BACKEND_SLICE,   /* the EEVDF slice of a cgroup's threads (slice.c) */
+	KNOB_BACKEND_IOSCHED, /* a disk's I/O scheduler (iosched.c) */
+	KNOB_BACKEND_SUBTREE, /* a v2 controller enabled in cgroup.subtree_control (subtree.c) */
 	KNOB_BACKEND_MAX
 };
 
@@ -43,7 +43,7 @@ struct knob_cpu {
 /* One thread of a slice record: the same thread only (tid and start time). */
 struct knob_thread {
 	pid_t tid;
-	uint64_t start;      /* field 22 of /proc/TID/stat */
+	uint64_t start;	     /* field 22 of /proc/TID/stat */
 	uint64_t slice_ns;   /* its own; 0 the kernel's default */
 	uint64_t written_ns; /* ours */
 	bool left_alone;     /* someone else changed it after us: never touched again */
@@ -51,7 +51,7 @@ struct knob_thread {
 
 struct knob_record {
 	enum knob_backend_id backend;
-	enum action_knob knob;      /* KNOB_MAX for the scheduler and controller records */
+	enum action_knob knob;	    /* KNOB_MAX for the scheduler and controller records */
 	char *cgroup_base, *cgroup; /* NULL for the scheduler */
 	/* For people (the state file's "original"/"written"), canonical units. */
 	double original, written;
@@ -60,26 +60,26 @@ struct knob_record {
 		struct {
 			struct knob_file *v;
 			size_t n;
-		} files;       /* KNOB_BACKEND_CGROUP */
+		} files; /* KNOB_BACKEND_CGROUP */
 		struct {
 			struct knob_cpu *v;
 			size_t n;
-		} cpus;        /* KNOB_BACKEND_CPUFREQ */
+		} cpus; /* KNOB_BACKEND_CPUFREQ */
 		struct {
 			struct knob_thread *v;
 			size_t n;
-		} threads;     /* KNOB_BACKEND_SLICE */
+		} threads; /* KNOB_BACKEND_SLICE */
 		struct {
 			char *unit, *property, *bus;
 			uint64_t value, written; /* raw, UINT64_MAX: not set */
 			bool has_written;
-		} unit;        /* KNOB_BACKEND_UNIT */
+		} unit; /* KNOB_BACKEND_UNIT */
 		struct {
 			char *device, *original, *written; /* written NULL: not known */
-		} iosched;     /* KNOB_BACKEND_IOSCHED */
+		} iosched;				   /* KNOB_BACKEND_IOSCHED */
 		struct {
 			char *controller, *original; /* the file's contents before, for people */
-		} subtree;     /* KNOB_BACKEND_SUBTREE */
+		} subtree;			     /* KNOB_BACKEND_SUBTREE */
 	};
 };
 
@@ -101,16 +101,16 @@ struct knobs;
 struct slice_tally;
 struct knob_target {
 	const char *cgroup_base; /* "/sys/fs/cgroup" or a test's tree */
-	const char *cgroup;      /* relative, leading '/' */
-	struct knobs *files;     /* the cgroup's knobs (knobs_open()): files and frequency */
-	struct unit_bus *bus;    /* Unit=: the unit's manager, and the unit */
+	const char *cgroup;	 /* relative, leading '/' */
+	struct knobs *files;	 /* the cgroup's knobs (knobs_open()): files and frequency */
+	struct unit_bus *bus;	 /* Unit=: the unit's manager, and the unit */
 	const char *unit;
 	const struct unit_props *props; /* Unit=: the unit's properties as read this tick */
-	const char *root;        /* Slice=: the cgroup2 mount the threads are read from */
-	uint64_t slice_default_ns; /* Slice=: the kernel's default slice */
-	struct slice_tally *tally; /* Slice=: what a write did to the threads (may be NULL) */
-	const char *device;      /* IOScheduler=: the disk */
-	const char *controller;  /* a v2 controller to enable in cgroup's subtree_control */
+	const char *root;		/* Slice=: the cgroup2 mount the threads are read from */
+	uint64_t slice_default_ns;	/* Slice=: the kernel's default slice */
+	struct slice_tally *tally;	/* Slice=: what a write did to the threads (may be NULL) */
+	const char *device;		/* IOScheduler=: the disk */
+	const char *controller;		/* a v2 controller to enable in cgroup's subtree_control */
 };
 
 /*
@@ -152,14 +152,16 @@ struct knob_backend {
 	int (*record)(const struct knob_target *t, enum action_knob kind, struct knob_record *r);
 	int (*write)(const struct knob_target *t, const struct knob_env *env, struct knob_record *r,
 		     double value, const char *sval);
-	int (*written)(const struct knob_target *t, struct knob_record *r, double value, const char *sval);
+	int (*written)(const struct knob_target *t, struct knob_record *r, double value,
+		       const char *sval);
 	int (*verify)(const struct knob_env *env, struct knob_record *r, char *why, size_t whylen);
-	int (*restore)(const struct knob_env *env, struct knob_record *r, knob_report_fn fn, void *userdata,
-		       char *why, size_t whylen);
+	int (*restore)(const struct knob_env *env, struct knob_record *r, knob_report_fn fn,
+		       void *userdata, char *why, size_t whylen);
 };
 
 /* What a write of kind to t changes, for logs ("cpu/web/cpu.cfs_quota_us", "web.service CPUWeight"). buf. */
-const char *knob_target_name(const struct knob_target *t, enum action_knob kind, char *buf, size_t len);
+const char *knob_target_name(const struct knob_target *t, enum action_knob kind, char *buf,
+			     size_t len);
 /*
  * What kind of t holds now, in canonical units: a cgroup's file (while it
  * still holds our last write, exactly what we wrote), or a unit's

@@ -94,7 +94,8 @@ int knob_slice_probe(uint64_t *default_ns, const char **why)
 	*why = NULL;
 	r = knob_slice_get(self, &a);
 	if (r) {
-		*why = r == -ENOSYS ? "no sched_getattr() in this kernel" : "sched_getattr() failed";
+		*why = r == -ENOSYS ? "no sched_getattr() in this kernel" :
+				      "sched_getattr() failed";
 		return r;
 	}
 	if (!knob_slice_fair(&a)) {
@@ -255,8 +256,8 @@ static int slice_wr(const struct knob_target *t, const struct knob_env *env, str
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = knob_slice_threads(t->cgroup_base, t->root, t->cgroup, tids, KNOB_SLICE_MAX_THREADS, &n,
-				 &tally->capped, tally->file, sizeof(tally->file));
+	ret = knob_slice_threads(t->cgroup_base, t->root, t->cgroup, tids, KNOB_SLICE_MAX_THREADS,
+				 &n, &tally->capped, tally->file, sizeof(tally->file));
 	if (ret)
 		goto out;
 	for (size_t k = 0; k < n; k++) {
@@ -300,7 +301,9 @@ static int slice_wr(const struct knob_target *t, const struct knob_env *env, str
 		}
 		r->threads.v = v;
 		v[r->threads.n++] = (struct knob_thread){
-			.tid = tids[k], .start = start, .written_ns = ns,
+			.tid = tids[k],
+			.start = start,
+			.written_ns = ns,
 			.slice_ns = at.runtime == t->slice_default_ns ? 0 : at.runtime,
 		};
 		todo[ntodo].tid = tids[k];
@@ -313,6 +316,7 @@ static int slice_wr(const struct knob_target *t, const struct knob_env *env, str
 			thread_drop(r, todo[k].tid);
 		goto out;
 	}
+	dirty = false;
 	for (size_t k = 0; k < ntodo; k++) {
 		ret = knob_slice_set(todo[k].tid, &todo[k].at, ns);
 		if (!ret) {
@@ -326,7 +330,10 @@ static int slice_wr(const struct knob_target *t, const struct knob_env *env, str
 			tally->failed++;
 		}
 		thread_drop(r, todo[k].tid); /* not changed (or gone): nothing to restore */
+		dirty = true;
 	}
+	if (dirty && env->save(env->save_ctx))
+		log_debug("Failed to drop the threads not changed from the state file");
 	ret = first;
 out:
 	free(tids);
@@ -334,7 +341,8 @@ out:
 	return ret;
 }
 
-static int slice_written(const struct knob_target *t, struct knob_record *r, double value, const char *sval)
+static int slice_written(const struct knob_target *t, struct knob_record *r, double value,
+			 const char *sval)
 {
 	(void)t;
 	(void)sval;
@@ -378,27 +386,34 @@ static int slice_restore(const struct knob_env *env, struct knob_record *r, knob
 		if (ret == -ESRCH)
 			continue; /* gone: nothing to undo */
 		if (!ret && start != th->start) {
-			snprintf(line, sizeof(line), "thread %d: another thread now (start time %llu, recorded %llu), left alone",
-				 (int)th->tid, (unsigned long long)start, (unsigned long long)th->start);
+			snprintf(
+				line, sizeof(line),
+				"thread %d: another thread now (start time %llu, recorded %llu), left alone",
+				(int)th->tid, (unsigned long long)start,
+				(unsigned long long)th->start);
 		} else if (!ret && !(ret = knob_slice_get(th->tid, &at)) && !knob_slice_fair(&at)) {
-			snprintf(line, sizeof(line), "thread %d: no longer SCHED_OTHER or SCHED_BATCH, left alone",
+			snprintf(line, sizeof(line),
+				 "thread %d: no longer SCHED_OTHER or SCHED_BATCH, left alone",
 				 (int)th->tid);
 		} else if (!ret && at.runtime != th->written_ns) {
 			fmt_slice(a, sizeof(a), at.runtime);
 			fmt_slice(b, sizeof(b), th->written_ns);
-			snprintf(line, sizeof(line), "thread %d: slice %s, we set %s: left alone", (int)th->tid, a, b);
+			snprintf(line, sizeof(line), "thread %d: slice %s, we set %s: left alone",
+				 (int)th->tid, a, b);
 		} else if (!ret) {
 			ret = knob_slice_set(th->tid, &at, th->slice_ns);
 			fmt_slice(a, sizeof(a), th->written_ns);
 			fmt_slice(b, sizeof(b), th->slice_ns);
 			if (!ret)
-				snprintf(line, sizeof(line), "thread %d: slice %s -> %s", (int)th->tid, a, b);
+				snprintf(line, sizeof(line), "thread %d: slice %s -> %s",
+					 (int)th->tid, a, b);
 		}
 		if (ret == -ESRCH)
 			continue;
 		if (ret) {
 			if (!first && why && whylen)
-				snprintf(why, whylen, "thread %d: %s", (int)th->tid, strerror(-ret));
+				snprintf(why, whylen, "thread %d: %s", (int)th->tid,
+					 strerror(-ret));
 			first = first ? first : ret;
 			continue;
 		}

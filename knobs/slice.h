@@ -23,8 +23,8 @@
 #define KNOB_SLICE_TID_MAX 4194304
 
 struct knob_slice_attr {
-	uint32_t policy;  /* SCHED_OTHER, SCHED_BATCH, ... */
-	uint64_t flags;   /* only SCHED_FLAG_RESET_ON_FORK is kept */
+	uint32_t policy; /* SCHED_OTHER, SCHED_BATCH, ... */
+	uint64_t flags;	 /* only SCHED_FLAG_RESET_ON_FORK is kept */
 	int32_t nice;
 	uint64_t runtime; /* the slice of a fair thread, ns */
 };
@@ -59,15 +59,15 @@ int knob_slice_threads(const char *cgroup_base, const char *root, const char *re
 
 /* What a write of the slice backend (knob_backend_slice) did with a cgroup's threads. */
 struct slice_tally {
-	unsigned set;        /* given the slice now */
-	unsigned kept;       /* had it already */
-	unsigned gone;       /* exited meanwhile */
+	unsigned set;	     /* given the slice now */
+	unsigned kept;	     /* had it already */
+	unsigned gone;	     /* exited meanwhile */
 	unsigned not_fair;   /* not SCHED_OTHER or SCHED_BATCH: left alone */
 	unsigned left_alone; /* changed by someone else after us, now or before */
 	unsigned changed;    /* of those, found changed this call */
 	unsigned failed;
-	bool capped;         /* more than KNOB_SLICE_MAX_THREADS: only the first got it */
-	char file[4096];     /* the threads' file read */
+	bool capped;	 /* more than KNOB_SLICE_MAX_THREADS: only the first got it */
+	char file[4096]; /* the threads' file read */
 };
 
 #endif

@@ -135,7 +135,8 @@ static int find(const struct knob_state *s, enum knob_backend_id id, const struc
 				return i;
 			break;
 		case KNOB_BACKEND_SUBTREE:
-			if (same_base(r->cgroup_base, t->cgroup_base) && !strcmp(r->cgroup, t->cgroup) &&
+			if (same_base(r->cgroup_base, t->cgroup_base) &&
+			    !strcmp(r->cgroup, t->cgroup) &&
 			    !strcmp(r->subtree.controller, t->controller))
 				return i;
 			break;
@@ -144,8 +145,8 @@ static int find(const struct knob_state *s, enum knob_backend_id id, const struc
 				return i;
 			break;
 		default:
-			if (!strcmp(r->cgroup_base, t->cgroup_base) && !strcmp(r->cgroup, t->cgroup) &&
-			    r->knob == kind)
+			if (!strcmp(r->cgroup_base, t->cgroup_base) &&
+			    !strcmp(r->cgroup, t->cgroup) && r->knob == kind)
 				return i;
 			break;
 		}
@@ -191,7 +192,9 @@ static int append(struct knob_state *s, struct knob_record *r)
 static int record(struct knob_state *s, const struct knob_target *t, enum knob_backend_id id,
 		  enum action_knob kind, double original, bool *added)
 {
-	struct knob_record r = { .backend = id, .knob = kind, .original = original, .written = NAN };
+	struct knob_record r = {
+		.backend = id, .knob = kind, .original = original, .written = NAN
+	};
 	int i = find(s, id, t, kind), ret;
 
 	if (added)
@@ -240,21 +243,25 @@ static int set(struct knob_state *s, const struct knob_target *t, enum knob_back
 		if (ret) /* the file may still say what we wrote before: do not write */
 			return ret;
 	}
-	ret = b->write(t, &s->env, r, value, sval);
 	if (id == KNOB_BACKEND_SLICE) {
+		/* Each tick, for new threads: on disk only when something changed. */
+		bool changed = !r->has_written || r->written != value;
+
+		ret = b->write(t, &s->env, r, value, sval);
 		b->written(t, r, value, sval);
-		if (save(s))
-			log_debug("Failed to save the threads of %s given the slice", t->cgroup);
+		if (changed && save(s))
+			log_debug("Failed to save the slice of %s", t->cgroup);
 		return ret;
 	}
+	ret = b->write(t, &s->env, r, value, sval);
 	if (ret)
 		return ret;
 	/* Not on disk: the record stays "unknown" and is restored as before. */
 	ret = b->written(t, r, value, sval);
 	if (ret || (ret = save(s))) {
 		knob_record_unwritten(r);
-		log_debug_errno(ret, "Failed to record what was written to %s of %s: %m", knob_record_knob_name(r),
-				knob_record_who(r));
+		log_debug_errno(ret, "Failed to record what was written to %s of %s: %m",
+				knob_record_knob_name(r), knob_record_who(r));
 	}
 	return 0;
 }
@@ -332,8 +339,8 @@ const char *knob_state_iosched_original(const struct knob_state *s, const char *
  * enabled (the prefixes of rel from n0 to n), and drop the records it
  * made (added[i]: the i-th cgroup from n0).
  */
-static void subtree_undo(struct knob_state *s, const char *base, const char *rel, size_t n0, size_t n,
-			 const char *ctrl, const bool *added, size_t count)
+static void subtree_undo(struct knob_state *s, const char *base, const char *rel, size_t n0,
+			 size_t n, const char *ctrl, const bool *added, size_t count)
 {
 	char cg[PATH_MAX], change[8];
 	int i;
@@ -343,8 +350,8 @@ static void subtree_undo(struct knob_state *s, const char *base, const char *rel
 		struct knob_target t = { .cgroup_base = base, .cgroup = cg, .controller = ctrl };
 
 		snprintf(cg, sizeof(cg), "%.*s", (int)n, rel);
-		if ((s->env.subtree_write ? s->env.subtree_write : knob_subtree_write)(s->env.subtree_data, base, cg,
-										      change))
+		if ((s->env.subtree_write ? s->env.subtree_write : knob_subtree_write)(
+			    s->env.subtree_data, base, cg, change))
 			log_debug("%s%s: could not disable %s again", base, cg, ctrl);
 		i = find(s, KNOB_BACKEND_SUBTREE, &t, KNOB_MAX);
 		if (added[k] && i >= 0)
@@ -376,29 +383,37 @@ int knob_state_enable_controller(struct knob_state *s, const char *cgroup_base, 
 		return -ENOMEM;
 	/* Top-down: a cgroup can give only what its parent gives it. */
 	for (n0 = n = strlen(from);; n = next - rel) {
-		struct knob_target t = { .cgroup_base = cgroup_base, .cgroup = cg, .controller = ctrl };
+		struct knob_target t = { .cgroup_base = cgroup_base,
+					 .cgroup = cg,
+					 .controller = ctrl };
 
 		snprintf(cg, sizeof(cg), "%.*s", (int)n, rel);
-		r = knob_cgroup_read(cgroup_base, cg, "cgroup.subtree_control", before, sizeof(before));
+		r = knob_cgroup_read(cgroup_base, cg, "cgroup.subtree_control", before,
+				     sizeof(before));
 		if (!r)
-			r = set(s, &t, KNOB_BACKEND_SUBTREE, KNOB_MAX, NAN, NAN, NULL, &added[count]);
+			r = set(s, &t, KNOB_BACKEND_SUBTREE, KNOB_MAX, NAN, NAN, NULL,
+				&added[count]);
 		if (!r)
-			r = knob_cgroup_read(cgroup_base, cg, "cgroup.subtree_control", after, sizeof(after));
+			r = knob_cgroup_read(cgroup_base, cg, "cgroup.subtree_control", after,
+					     sizeof(after));
 		if (r) {
 			if (why && whylen)
-				snprintf(why, whylen, "%s%s/cgroup.subtree_control: enabling %s failed: %s%s",
-					 cgroup_base, cg, ctrl,
-					 r == -EBUSY ? "it has processes of its own now (\"no internal processes\")"
-						     : strerror(-r),
-					 count ? "; the cgroups above it were put back" : "");
+				snprintf(
+					why, whylen,
+					"%s%s/cgroup.subtree_control: enabling %s failed: %s%s",
+					cgroup_base, cg, ctrl,
+					r == -EBUSY ?
+						"it has processes of its own now (\"no internal processes\")" :
+						strerror(-r),
+					count ? "; the cgroups above it were put back" : "");
 			/* this one, if written, and those above it */
 			subtree_undo(s, cgroup_base, rel, n0, n, ctrl, added, count + 1);
 			free(added);
 			return r;
 		}
 		count++;
-		snprintf(line, sizeof(line), "%s%s/cgroup.subtree_control: \"%s\" -> \"%s\"", cgroup_base, cg,
-			 before, after);
+		snprintf(line, sizeof(line), "%s%s/cgroup.subtree_control: \"%s\" -> \"%s\"",
+			 cgroup_base, cg, before, after);
 		log_make_printable(line);
 		log_debug("%s", line);
 		if (fn)
@@ -426,16 +441,18 @@ int knob_state_renew(struct knob_state *s, const char *cgroup_base, const char *
 		if (e->backend == KNOB_BACKEND_CPUFREQ || e->backend == KNOB_BACKEND_IOSCHED ||
 		    e->backend == KNOB_BACKEND_SUBTREE)
 			continue;
-		if (unit ? e->backend != KNOB_BACKEND_UNIT || strcmp(e->unit.unit, unit)
-			 : e->backend == KNOB_BACKEND_UNIT || strcmp(e->cgroup_base, cgroup_base) ||
-				   strcmp(e->cgroup, rel))
+		if (unit ? e->backend != KNOB_BACKEND_UNIT || strcmp(e->unit.unit, unit) :
+			   e->backend == KNOB_BACKEND_UNIT || strcmp(e->cgroup_base, cgroup_base) ||
+				    strcmp(e->cgroup, rel))
 			continue;
-		if (e->backend == KNOB_BACKEND_SLICE) /* threads outlive their cgroup: theirs again */
+		if (e->backend ==
+		    KNOB_BACKEND_SLICE) /* threads outlive their cgroup: theirs again */
 			knob_backend_slice.restore(&s->env, e, NULL, NULL, NULL, 0);
 		if (unit) { /* a unit's runtime properties outlive the restart: ours put back, if still ours */
 			r = knob_backend_unit.verify(&s->env, e, why, sizeof(why));
 			if (!r)
-				r = knob_backend_unit.restore(&s->env, e, NULL, NULL, why, sizeof(why));
+				r = knob_backend_unit.restore(&s->env, e, NULL, NULL, why,
+							      sizeof(why));
 			if (r && r != -ENOENT && r != -ESTALE) {
 				first = first ? first : r;
 				continue;
@@ -454,7 +471,8 @@ static void say(knob_report_fn fn, void *userdata, const struct knob_record *e, 
 {
 	char line[1024];
 
-	snprintf(line, sizeof(line), "%s of %s: %s", knob_record_knob_name(e), knob_record_who(e), what);
+	snprintf(line, sizeof(line), "%s of %s: %s", knob_record_knob_name(e), knob_record_who(e),
+		 what);
 	log_make_printable(line);
 	log_debug("%s", line);
 	if (fn)
@@ -502,14 +520,17 @@ static int restore_all(struct knob_state *s, const char *cgroup_base, bool keep_
 		const struct knob_backend *b = knob_backend_of(e->backend);
 
 		why[0] = '\0';
-		if ((e->backend == KNOB_BACKEND_IOSCHED || e->backend == KNOB_BACKEND_SUBTREE) && keep_iosched) {
+		if ((e->backend == KNOB_BACKEND_IOSCHED || e->backend == KNOB_BACKEND_SUBTREE) &&
+		    keep_iosched) {
 			keep[i] = true; /* kept as it is */
 			continue;
 		}
 		/* A frequency record names CPUs, a slice record threads, a scheduler's a disk: no root to check. */
-		if (cgroup_base && e->backend != KNOB_BACKEND_IOSCHED && e->backend != KNOB_BACKEND_CPUFREQ &&
-		    e->backend != KNOB_BACKEND_SLICE && !same_base(e->cgroup_base, cgroup_base)) {
-			snprintf(why, sizeof(why), "recorded for the cgroup root %s, not CgroupBase=%s; refusing it",
+		if (cgroup_base && e->backend != KNOB_BACKEND_IOSCHED &&
+		    e->backend != KNOB_BACKEND_CPUFREQ && e->backend != KNOB_BACKEND_SLICE &&
+		    !same_base(e->cgroup_base, cgroup_base)) {
+			snprintf(why, sizeof(why),
+				 "recorded for the cgroup root %s, not CgroupBase=%s; refusing it",
 				 e->cgroup_base, cgroup_base);
 			r = -EXDEV;
 		} else {
@@ -518,16 +539,18 @@ static int restore_all(struct knob_state *s, const char *cgroup_base, bool keep_
 				r = b->restore(&s->env, e, fn, userdata, why, sizeof(why));
 		}
 		if (r == -ENOENT) {
-			say(fn, userdata, e, e->backend == KNOB_BACKEND_UNIT      ? "unit gone, nothing to restore"
-					     : e->backend == KNOB_BACKEND_IOSCHED ? "device gone, nothing to restore"
-										  : "cgroup gone, nothing to restore");
+			say(fn, userdata, e,
+			    e->backend == KNOB_BACKEND_UNIT    ? "unit gone, nothing to restore" :
+			    e->backend == KNOB_BACKEND_IOSCHED ? "device gone, nothing to restore" :
+								 "cgroup gone, nothing to restore");
 			r = 0;
 		}
 		if (r == -ESTALE) {
 			if (e->backend == KNOB_BACKEND_SUBTREE)
 				snprintf(what, sizeof(what), "%s", why);
 			else
-				snprintf(what, sizeof(what), "left alone: changed by someone else since (%s)", why);
+				snprintf(what, sizeof(what),
+					 "left alone: changed by someone else since (%s)", why);
 			say(fn, userdata, e, what);
 			if (left_alone)
 				(*left_alone)++;
@@ -537,7 +560,8 @@ static int restore_all(struct knob_state *s, const char *cgroup_base, bool keep_
 			restored++;
 			continue;
 		}
-		snprintf(what, sizeof(what), "not restored: knobs[%zu]: %s", i, why[0] ? why : strerror(-r));
+		snprintf(what, sizeof(what), "not restored: knobs[%zu]: %s", i,
+			 why[0] ? why : strerror(-r));
 		say(fn, userdata, e, what);
 		if (!first)
 			first = r;
@@ -551,8 +575,8 @@ static int restore_all(struct knob_state *s, const char *cgroup_base, bool keep_
 	return first ? first : r ? r : restored;
 }
 
-int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
-				  knob_report_fn fn, void *userdata, int *left_alone)
+int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base, knob_report_fn fn,
+				  void *userdata, int *left_alone)
 {
 	return restore_all(s, cgroup_base, false, fn, userdata, left_alone);
 }

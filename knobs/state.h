@@ -122,8 +122,8 @@ int knob_state_restore_knobs(struct knob_state *s, const char *cgroup_base);
  * per knob left alone and per record refused; *left_alone (may be NULL)
  * the number left alone.
  */
-int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base,
-				  knob_report_fn fn, void *userdata, int *left_alone);
+int knob_state_restore_all_report(struct knob_state *s, const char *cgroup_base, knob_report_fn fn,
+				  void *userdata, int *left_alone);
 
 /*
  * IOScheduler=: record the scheduler of block device dev as it is now (if

@@ -184,7 +184,8 @@ static bool is_subtree(struct json_object *e)
 /* A record of a controller we enabled: a clean cgroup below the root, cpu or io. */
 static const char *check_subtree(struct json_object *e)
 {
-	const char *cg = str_of(e, "cgroup"), *c = str_of(e, "controller"), *o = str_of(e, "original");
+	const char *cg = str_of(e, "cgroup"), *c = str_of(e, "controller"),
+		   *o = str_of(e, "original");
 
 	if (!str_of(e, "cgroup_base") || str_of(e, "cgroup_base")[0] != '/')
 		return "\"cgroup_base\" is not an absolute path";
@@ -238,7 +239,8 @@ static const char *check_record(struct json_object *e)
 	if (is_slice(e)) {
 		if (unit)
 			return "a \"sched.slice\" record names threads, not a unit";
-		if (!has(snap, "threads", json_type_array, &list) || json_object_object_length(snap) != 1)
+		if (!has(snap, "threads", json_type_array, &list) ||
+		    json_object_object_length(snap) != 1)
 			return "\"snapshot\" of a \"sched.slice\" record is not {\"threads\": [...]}";
 		for (size_t i = 0; i < json_object_array_length(list); i++)
 			if (!slice_entry_ok(json_object_array_get_idx(list, i)))
@@ -254,7 +256,8 @@ static const char *check_record(struct json_object *e)
 			return "\"snapshot.property\" or \"snapshot.bus\" is not a string";
 		if (!has(snap, "value", json_type_int, &v))
 			return "\"snapshot.value\" is not an integer";
-		if (json_object_object_get_ex(snap, "written", &v) && !json_object_is_type(v, json_type_int))
+		if (json_object_object_get_ex(snap, "written", &v) &&
+		    !json_object_is_type(v, json_type_int))
 			return "\"snapshot.written\" is not an integer";
 		return NULL;
 	}
@@ -266,7 +269,8 @@ static const char *check_record(struct json_object *e)
 
 			if (!json_object_is_type(c, json_type_object) ||
 			    !int_in(c, "cpu", 0, 65535) || !int_in(c, "max_khz", 1, INT32_MAX) ||
-			    (json_object_object_get_ex(c, "written_khz", &v) && !int_in(c, "written_khz", 1, INT32_MAX)))
+			    (json_object_object_get_ex(c, "written_khz", &v) &&
+			     !int_in(c, "written_khz", 1, INT32_MAX)))
 				return "an entry of \"snapshot.cpus\" is not {\"cpu\": 0-65535, \"max_khz\": a positive integer}";
 		}
 		return NULL;
@@ -277,8 +281,10 @@ static const char *check_record(struct json_object *e)
 		struct json_object *f = json_object_array_get_idx(list, i);
 
 		if (!json_object_is_type(f, json_type_object) || !str_of(f, "path") ||
-		    str_of(f, "path")[0] != '/' || !str_of(f, "value") || !knob_value(str_of(f, "value")) ||
-		    (json_object_object_get_ex(f, "written", &v) && (!str_of(f, "written") || !knob_value(str_of(f, "written")))))
+		    str_of(f, "path")[0] != '/' || !str_of(f, "value") ||
+		    !knob_value(str_of(f, "value")) ||
+		    (json_object_object_get_ex(f, "written", &v) &&
+		     (!str_of(f, "written") || !knob_value(str_of(f, "written")))))
 			return "an entry of \"snapshot.files\" is not {\"path\": an absolute path, \"value\": a short printable string}";
 	}
 	return NULL;
@@ -384,7 +390,8 @@ static int from_json(struct json_object *e, struct knob_record *r)
 			th->start = (uint64_t)i64_of(t, "start");
 			th->slice_ns = (uint64_t)i64_of(t, "slice_ns");
 			th->written_ns = (uint64_t)i64_of(t, "written_ns");
-			th->left_alone = json_object_object_get_ex(t, "left_alone", &v) && json_object_get_boolean(v);
+			th->left_alone = json_object_object_get_ex(t, "left_alone", &v) &&
+					 json_object_get_boolean(v);
 		}
 		return 0;
 	}
@@ -451,9 +458,11 @@ static struct json_object *snap_to_json(const struct knob_record *r)
 	case KNOB_BACKEND_UNIT:
 		json_object_put(list);
 		list = NULL;
-		err = err || add_str(snap, "unit", r->unit.unit) || add_str(snap, "property", r->unit.property) ||
+		err = err || add_str(snap, "unit", r->unit.unit) ||
+		      add_str(snap, "property", r->unit.property) ||
 		      add(snap, "value", json_object_new_uint64(r->unit.value)) ||
-		      (r->unit.has_written && add(snap, "written", json_object_new_uint64(r->unit.written))) ||
+		      (r->unit.has_written &&
+		       add(snap, "written", json_object_new_uint64(r->unit.written))) ||
 		      add_str(snap, "bus", r->unit.bus);
 		break;
 	case KNOB_BACKEND_SLICE:
@@ -461,7 +470,8 @@ static struct json_object *snap_to_json(const struct knob_record *r)
 			const struct knob_thread *th = &r->threads.v[i];
 			struct json_object *t = json_object_new_object();
 
-			err = !t || add_int(t, "tid", th->tid) || add_int(t, "start", (int64_t)th->start) ||
+			err = !t || add_int(t, "tid", th->tid) ||
+			      add_int(t, "start", (int64_t)th->start) ||
 			      add_int(t, "slice_ns", (int64_t)th->slice_ns) ||
 			      add_int(t, "written_ns", (int64_t)th->written_ns) ||
 			      (th->left_alone && add(t, "left_alone", json_object_new_boolean(1)));
@@ -477,8 +487,10 @@ static struct json_object *snap_to_json(const struct knob_record *r)
 			const struct knob_cpu *c = &r->cpus.v[i];
 			struct json_object *o = json_object_new_object();
 
-			err = !o || add_int(o, "cpu", c->cpu) || add_int(o, "max_khz", (int64_t)c->max_khz) ||
-			      (c->written_khz && add_int(o, "written_khz", (int64_t)c->written_khz));
+			err = !o || add_int(o, "cpu", c->cpu) ||
+			      add_int(o, "max_khz", (int64_t)c->max_khz) ||
+			      (c->written_khz &&
+			       add_int(o, "written_khz", (int64_t)c->written_khz));
 			if (err || json_object_array_add(list, o)) {
 				json_object_put(o);
 				err = 1;
@@ -516,21 +528,26 @@ static struct json_object *to_json(const struct knob_record *r)
 
 	switch (r->backend) {
 	case KNOB_BACKEND_IOSCHED:
-		err = err || add_str(e, "knob", IOSCHED_KNOB) || add_str(e, "device", r->iosched.device) ||
+		err = err || add_str(e, "knob", IOSCHED_KNOB) ||
+		      add_str(e, "device", r->iosched.device) ||
 		      add_str(e, "original", r->iosched.original) ||
 		      (r->iosched.written && add_str(e, "written", r->iosched.written));
 		break;
 	case KNOB_BACKEND_SUBTREE:
-		err = err || add_str(e, "knob", SUBTREE_KNOB) || add_str(e, "cgroup_base", r->cgroup_base) ||
-		      add_str(e, "cgroup", r->cgroup) || add_str(e, "controller", r->subtree.controller) ||
+		err = err || add_str(e, "knob", SUBTREE_KNOB) ||
+		      add_str(e, "cgroup_base", r->cgroup_base) ||
+		      add_str(e, "cgroup", r->cgroup) ||
+		      add_str(e, "controller", r->subtree.controller) ||
 		      add_str(e, "original", r->subtree.original);
 		break;
 	default:
-		err = err || add_str(e, "cgroup_base", r->cgroup_base) || add_str(e, "cgroup", r->cgroup) ||
+		err = err || add_str(e, "cgroup_base", r->cgroup_base) ||
+		      add_str(e, "cgroup", r->cgroup) ||
 		      add_str(e, "knob", action_knob_name(r->knob)) ||
 		      (r->backend == KNOB_BACKEND_UNIT && add_str(e, "unit", r->unit.unit)) ||
 		      (!isnan(r->original) && add(e, "original", num_new(r->original))) ||
-		      (r->has_written && !isnan(r->written) && add(e, "written", num_new(r->written))) ||
+		      (r->has_written && !isnan(r->written) &&
+		       add(e, "written", num_new(r->written))) ||
 		      add(e, "snapshot", snap_to_json(r));
 		break;
 	}
@@ -567,8 +584,8 @@ int knob_state_parse(const char *text, size_t len, const char *name, struct knob
 			log_error("%s: byte %zu: text after the state object", name, i);
 		} else {
 			log_error("%s: byte %zu: %s", name, (size_t)json_tokener_get_parse_end(tok),
-				  err == json_tokener_continue ? "the file ends inside the JSON"
-							       : json_tokener_error_desc(err));
+				  err == json_tokener_continue ? "the file ends inside the JSON" :
+								 json_tokener_error_desc(err));
 		}
 		json_object_put(root);
 		json_tokener_free(tok);
@@ -678,7 +695,6 @@ int knob_state_file_load(const char *path, struct knob_record **out, size_t *nou
 	return r;
 }
 
-
 static int mkdir_p(const char *dir)
 {
 	char p[4096];
@@ -736,7 +752,6 @@ int knob_state_dir(const char *dir, bool create, const char **why)
 	return 0;
 }
 
-
 int knob_state_file_save(const char *dir, const struct knob_record *v, size_t n)
 {
 	struct json_object *root, *knobs;
@@ -755,7 +770,8 @@ int knob_state_file_save(const char *dir, const struct knob_record *v, size_t n)
 		return r;
 	root = json_object_new_object();
 	knobs = json_object_new_array();
-	if (!root || !knobs || json_object_object_add(root, "version", json_object_new_int(STATE_VERSION)) ||
+	if (!root || !knobs ||
+	    json_object_object_add(root, "version", json_object_new_int(STATE_VERSION)) ||
 	    json_object_object_add(root, "knobs", knobs)) {
 		json_object_put(knobs);
 		json_object_put(root);
@@ -770,7 +786,8 @@ int knob_state_file_save(const char *dir, const struct knob_record *v, size_t n)
 			return -ENOMEM;
 		}
 	}
-	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY |
+							    JSON_C_TO_STRING_NOSLASHESCAPE);
 	r = text ? fileio_replace(dir, TW_STATE_FILE, text, true) : -ENOMEM;
 	json_object_put(root);
 	return r;

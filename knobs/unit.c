@@ -106,8 +106,8 @@ int unit_bus_open(enum config_bus kind, const char *address, struct unit_bus **o
 		r = sd_bus_set_method_call_timeout(b->bus, CALL_TIMEOUT_USEC);
 	/* Ask the manager itself, so "connected" means "systemd answers". */
 	if (r >= 0)
-		r = sd_bus_call_method(b->bus, SD_DEST, SD_PATH, "org.freedesktop.DBus.Peer", "Ping",
-				       &err, NULL, "");
+		r = sd_bus_call_method(b->bus, SD_DEST, SD_PATH, "org.freedesktop.DBus.Peer",
+				       "Ping", &err, NULL, "");
 	if (r >= 0 && sd_bus_get_address(b->bus, &a) >= 0 && a)
 		b->address = strdup(a);
 	if (r < 0) {
@@ -265,8 +265,8 @@ int unit_get(struct unit_bus *b, const char *unit, struct unit_props *out)
 	for (int k = 0; k < KNOB_MAX; k++)
 		out->raw[k] = UINT64_MAX;
 	/* GetUnit, not LoadUnit: a unit that is gone must not be loaded again by us. */
-	r = sd_bus_call_method(b->bus, SD_DEST, SD_PATH, SD_MANAGER, "GetUnit", &err, &reply,
-			       "s", unit);
+	r = sd_bus_call_method(b->bus, SD_DEST, SD_PATH, SD_MANAGER, "GetUnit", &err, &reply, "s",
+			       unit);
 	if (r >= 0)
 		r = sd_bus_message_read(reply, "o", &path);
 	if (r >= 0 && !(p = strdup(path)))
@@ -331,7 +331,8 @@ static int unit_wr(const struct knob_target *t, const struct knob_env *env, stru
 	return unit_set(t->bus, t->unit, r->knob, unit_value_to_raw(r->knob, value));
 }
 
-static int unit_written(const struct knob_target *t, struct knob_record *r, double value, const char *sval)
+static int unit_written(const struct knob_target *t, struct knob_record *r, double value,
+			const char *sval)
 {
 	(void)t;
 	(void)sval;
@@ -387,7 +388,8 @@ static int unit_verify(const struct knob_env *env, struct knob_record *r, char *
 	if (ret == -ENOENT)
 		return ret;
 	if (ret) {
-		snprintf(why, whylen, "reading %s of %s: %s", r->unit.property, r->unit.unit, strerror(-ret));
+		snprintf(why, whylen, "reading %s of %s: %s", r->unit.property, r->unit.unit,
+			 strerror(-ret));
 		return ret;
 	}
 	if (r->unit.has_written && p.raw[k] != r->unit.written && p.raw[k] != r->unit.value) {
@@ -396,14 +398,15 @@ static int unit_verify(const struct knob_env *env, struct knob_record *r, char *
 		snprintf(now, sizeof(now), "%llu", (unsigned long long)p.raw[k]);
 		snprintf(ours, sizeof(ours), "%llu", (unsigned long long)r->unit.written);
 		snprintf(why, whylen, "%s %s is %s, we set %s", r->unit.unit, r->unit.property,
-			 p.raw[k] == UINT64_MAX ? "not set" : now, r->unit.written == UINT64_MAX ? "not set" : ours);
+			 p.raw[k] == UINT64_MAX ? "not set" : now,
+			 r->unit.written == UINT64_MAX ? "not set" : ours);
 		return -ESTALE;
 	}
 	return 0;
 }
 
-static int unit_restore(const struct knob_env *env, struct knob_record *r, knob_report_fn fn, void *userdata,
-			char *why, size_t whylen)
+static int unit_restore(const struct knob_env *env, struct knob_record *r, knob_report_fn fn,
+			void *userdata, char *why, size_t whylen)
 {
 	struct unit_bus *b;
 	char line[512];
@@ -417,12 +420,13 @@ static int unit_restore(const struct knob_env *env, struct knob_record *r, knob_
 	unit_bus_free(b);
 	if (ret) {
 		if (ret != -ENOENT)
-			snprintf(why, whylen, "SetUnitProperties(%s, %s): %s", r->unit.unit, r->unit.property,
-				 strerror(-ret));
+			snprintf(why, whylen, "SetUnitProperties(%s, %s): %s", r->unit.unit,
+				 r->unit.property, strerror(-ret));
 		return ret;
 	}
 	if (r->unit.value == UINT64_MAX)
-		snprintf(line, sizeof(line), "%s %s: reset (not set)", r->unit.unit, r->unit.property);
+		snprintf(line, sizeof(line), "%s %s: reset (not set)", r->unit.unit,
+			 r->unit.property);
 	else
 		snprintf(line, sizeof(line), "%s %s: %llu", r->unit.unit, r->unit.property,
 			 (unsigned long long)r->unit.value);

@@ -37,8 +37,8 @@ const char *unit_bus_address(const struct unit_bus *b);
 
 /* What a unit looks like now. Properties are raw (UINT64_MAX: not set). */
 struct unit_props {
-	char cgroup[PATH_MAX];  /* ControlGroup; "" while the unit is not running */
-	char active[32];        /* ActiveState */
+	char cgroup[PATH_MAX];	/* ControlGroup; "" while the unit is not running */
+	char active[32];	/* ActiveState */
 	uint64_t raw[KNOB_MAX]; /* CPUQuotaPerSecUSec, CPUWeight, IOWeight; cpufreq unused */
 };
 
@@ -59,9 +59,9 @@ int unit_set(struct unit_bus *b, const char *unit, enum action_knob kind, uint64
  * at most every retry_usec, while it is missing or lost. Zeroed to start.
  */
 struct unit_link {
-	struct unit_bus *bus;  /* NULL while there is none */
-	char why[512];         /* why there is none; "" while there is one */
-	uint64_t retry_usec;   /* no new attempt before this */
+	struct unit_bus *bus; /* NULL while there is none */
+	char why[512];	      /* why there is none; "" while there is one */
+	uint64_t retry_usec;  /* no new attempt before this */
 };
 
 /*

@@ -67,6 +67,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import twtest as tw  # noqa: E402
 import colo  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchdoc  # noqa: E402
 from colo import fmt_us  # noqa: E402
 
 ALL_ARMS = ("none", "static", "tailwarden", "slice", "reactive")
@@ -509,6 +511,8 @@ def main():
     ap.add_argument("--arms", default=None,
                     help="comma-separated arms (of %s; default each scenario's own)"
                     % ",".join(ALL_ARMS))
+    ap.add_argument("--no-docs", action="store_true",
+                    help="do not write the scenarios' blocks of docs/benchmarks.md")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("colocation: must run as root (BPF and cgroups)")
@@ -568,6 +572,13 @@ def main():
                 with open(os.path.join(args.out, "colocation-%s.md" % k), "w") as f:
                     f.write("\n".join(part) + "\n")
                 report += part
+                if not args.no_docs and not args.arms:
+                    # Scenario 1 keeps the block name it had alone.
+                    benchdoc.write(benchdoc.DOC, {
+                        "colocation" if k == "1" else "colocation-%s" % k:
+                        "%s\n\n%s\n\n`tests/bench/colocation.py --scenario %s`, %d repetitions "
+                        "of each arm, interleaved:\n\n```\n%s\n```"
+                        % (benchdoc.facts(), head, k, args.reps, "\n".join(lines))})
         finally:
             rig.remove_fio_data()
     with open(os.path.join(args.out, "colocation.md"), "w") as f:

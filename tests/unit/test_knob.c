@@ -686,6 +686,56 @@ static void test_state_no_written(void **state)
 	knob_state_free(s);
 }
 
+/*
+ * Records are typed in memory and JSON only on disk: one of each kind,
+ * loaded and saved again (by recording one more), comes back field for
+ * field, "written" and "left_alone" included.
+ */
+static void test_state_round_trip(void **state)
+{
+	struct tree *t = *state;
+	struct json_object *in, *out, *a, *b;
+	struct knob_state *s;
+	char doc[8192];
+
+	mkd(t->base, "run");
+	mkd(t->base, "run/tailwarden");
+	put(t->base, "a/b/cpu.weight", "5\n");
+	snprintf(doc, sizeof(doc),
+		 "{\"version\":1,\"knobs\":["
+		 "{\"cgroup_base\":\"%s\",\"cgroup\":\"/a\",\"knob\":\"cpu.max\",\"original\":\"max\",\"written\":0.5,"
+		 "\"snapshot\":{\"files\":[{\"path\":\"%s/a/cpu.max\",\"value\":\"max 100000\",\"written\":\"50000 100000\"}]}},"
+		 "{\"cgroup_base\":\"%s\",\"cgroup\":\"/a\",\"knob\":\"cpufreq\",\"original\":2000000,"
+		 "\"snapshot\":{\"cpus\":[{\"cpu\":0,\"max_khz\":2000000,\"written_khz\":1200000},{\"cpu\":1,\"max_khz\":2000000}]}},"
+		 "{\"cgroup_base\":\"%s\",\"cgroup\":\"/u\",\"knob\":\"cpu.weight\",\"unit\":\"web.service\",\"original\":100,\"written\":7,"
+		 "\"snapshot\":{\"unit\":\"web.service\",\"property\":\"CPUWeight\",\"value\":18446744073709551615,\"written\":7,"
+		 "\"bus\":\"unix:path=/run/dbus/system_bus_socket\"}},"
+		 "{\"cgroup_base\":\"%s\",\"cgroup\":\"/lc\",\"knob\":\"sched.slice\",\"original\":0,\"written\":300000,"
+		 "\"snapshot\":{\"threads\":[{\"tid\":42,\"start\":812,\"slice_ns\":0,\"written_ns\":300000},"
+		 "{\"tid\":43,\"start\":813,\"slice_ns\":2000000,\"written_ns\":300000,\"left_alone\":true}]}},"
+		 "{\"knob\":\"io.scheduler\",\"device\":\"vda\",\"original\":\"mq-deadline\",\"written\":\"bfq\"},"
+		 "{\"knob\":\"cgroup.subtree_control\",\"cgroup_base\":\"%s\",\"cgroup\":\"/batch.slice\","
+		 "\"controller\":\"cpu\",\"original\":\"memory pids\"}]}",
+		 t->base, t->base, t->base, t->base, t->base, t->base);
+	put(t->state, "state.json", doc);
+	in = state_json(t);
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	assert_int_equal(knob_state_record(s, t->base, "/a/b", KNOB_CPU_WEIGHT, 100), 0);
+	knob_state_free(s);
+	out = state_json(t);
+	assert_true(json_object_object_get_ex(in, "knobs", &a));
+	assert_true(json_object_object_get_ex(out, "knobs", &b));
+	assert_int_equal(json_object_array_length(b), json_object_array_length(a) + 1);
+	for (size_t i = 0; i < json_object_array_length(a); i++) {
+		if (!json_object_equal(json_object_array_get_idx(a, i), json_object_array_get_idx(b, i)))
+			fail_msg("knobs[%zu] changed by a load and a save:\n%s\n%s", i,
+				 json_object_to_json_string(json_object_array_get_idx(a, i)),
+				 json_object_to_json_string(json_object_array_get_idx(b, i)));
+	}
+	json_object_put(in);
+	json_object_put(out);
+}
+
 /* One record in the state file, restored; the return and what was said. */
 static int restore_one(struct tree *t, const char *base, const char *cgroup, const char *knob,
 		       const char *path, const char *value)
@@ -1169,6 +1219,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_state_bad_files, setup_v2, teardown),
 		cmocka_unit_test_setup_teardown(test_state_written, setup_v1, teardown),
 		cmocka_unit_test_setup_teardown(test_state_no_written, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_state_round_trip, setup_v2, teardown),
 		cmocka_unit_test_setup_teardown(test_state_hostile, setup_v2, teardown),
 		cmocka_unit_test_setup_teardown(test_v2_bfq, setup_v2, teardown),
 		cmocka_unit_test_setup_teardown(test_subtree_enabled_already, setup_sd, teardown),
