@@ -645,6 +645,18 @@ static void release_floor(struct tick *t, size_t b)
 	}
 }
 
+/* The LC service whose current verdict is the latest; -1 if none has one. */
+static int last_serving(const struct engine *e)
+{
+	int w = -1;
+
+	for (size_t i = 0; i < e->set->n; i++)
+		if (e->set->v[i].klass == POLICY_LATENCY_CRITICAL && e->s[i].band != BAND_NONE &&
+		    (w < 0 || e->s[i].verdict_ns > e->s[w].verdict_ns))
+			w = (int)i;
+	return w;
+}
+
 /* Has no LC service had a verdict for VERDICT_WINDOWS of its windows? */
 static bool lc_idle(const struct engine *e, uint64_t now)
 {
@@ -1125,10 +1137,17 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 		any |= e->s[i].fresh;
 	}
 	if (!any) {
-		if (lc_idle(e, now_ns))
-			for (size_t b = 0; b < set->n; b++)
-				if (set->v[b].weights_floor)
-					release_floor(&t, b);
+		int serving = last_serving(e);
+
+		for (size_t b = 0; b < set->n; b++) {
+			if (!set->v[b].weights_floor)
+				continue;
+			if (lc_idle(e, now_ns))
+				release_floor(&t, b);
+			else if (serving >= 0)
+				/* A new instance (a restarted unit) is held from its first tick. */
+				hold_floor(&t, b, (size_t)serving);
+		}
 		return t.overflow ? -ENOSPC : (int)t.n;
 	}
 	/* Before this tick's give-backs: the slice comes back after them. */

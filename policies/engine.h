@@ -63,7 +63,8 @@ void engine_free(struct engine *e);
  *    (or no latency figure) decides nothing, and breaks a slack streak;
  *    engine_verdict() says why;
  *  - Weights=floor (a BE policy's weights_floor): its CPU and I/O weights
- *    go straight to their floor once any LC service has a verdict, are
+ *    go straight to their floor once any LC service has a verdict (a new
+ *    instance's at its first tick while one has a current verdict), are
  *    not given back while one has, and go home in one step when none has
  *    had one for 3 windows; its quota follows the rules above;
  *  - an idle BE service, using under 0.5% of a CPU (cpu_usage known), is

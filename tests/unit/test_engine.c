@@ -1163,6 +1163,14 @@ static void test_weights_floor(void **state)
 	/* Serving again: the floor again. */
 	assert_int_equal(window(f, 0.3, 1000, NULL), 2);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
+	/* A new instance (a restarted unit, weights at its defaults): held at the
+	 * floor at its first tick, not at the next verdict. */
+	engine_service_reset(f->e, 1);
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	f->in[1].knob[KNOB_IO_WEIGHT] = 100;
+	f->now += SEC / 2;
+	assert_int_equal(run_tick(f), 2);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10 && f->in[1].knob[KNOB_IO_WEIGHT] == 10);
 }
 
 /* An idle best-effort service's quota (under 0.5% of a CPU used) is left alone. */
