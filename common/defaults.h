@@ -28,6 +28,11 @@
  * policy built in code (not by the parser) can have.
  */
 #define TW_ENGINE_WINDOW_NS TW_NSEC_PER_SEC
+/*
+ * The weight by which a best-effort service shares what is left with the
+ * others when its CPU weight is unknown: cgroup v2's default.
+ */
+#define TW_ENGINE_SHARE_WEIGHT 100.0
 
 /* The control loop's tick, Period= in the config. */
 #define TW_PERIOD_NS TW_NSEC_PER_SEC

@@ -57,6 +57,11 @@
  * last: in large slack, once every other knob is home (as of the tick's
  * start, so a window after the last give-back at the earliest).
  *
+ * Between BE services: quotas due to be cut in the same tick are cut as
+ * one, what they hold together halved and split max-min fair by their
+ * home CPU weights (share_quota()): who pays follows what each uses, not
+ * which neighbour runs beside it.
+ *
  * Neighbours: every BE service of the set is a neighbour of every LC
  * service (the simplest reading; no topology is known here). Several LC
  * services vote: any violation cuts (the worst one is named in the
@@ -153,9 +158,13 @@ struct service_mem {
 	double slack;
 	double usage;
 	double io_usage;
+	bool cpu_known;       /* its CPU use has been known in a tick */
+	bool io_known;        /* its block I/O has been known in a tick */
 	uint64_t cpu_busy_ns; /* the last tick it used CPU (or its use was unknown) */
 	uint64_t io_busy_ns;  /* the last tick it did block I/O (or that was unknown) */
 	uint64_t verdict_ns;  /* when the last verdict was given */
+	double quota_part;    /* this tick's part of the best-effort share (NAN: none; INFINITY: keeps its use) */
+	char share[80];       /* how quota_part was reached, for the reason */
 	char head[112];       /* "web p99 3.41ms > target 2ms (slack -0.71)" */
 	char diag[112];       /* "diagnosis cpu/interference (runq_delay_us.p99 ×9.3)" */
 	char verdict[256];
@@ -399,6 +408,17 @@ static void observe(struct engine *e, size_t i, const struct engine_input *in, u
 
 	s->usage = in->cpu_usage >= 0 ? in->cpu_usage : NAN;
 	s->io_usage = in->io_usage >= 0 ? in->io_usage : NAN;
+	/*
+	 * Unknown use counts as busy (no sensor: cut as before), except the
+	 * ticks before the first known figure (a sensor's first sample has
+	 * nothing to diff against): once known and idle, they are forgotten.
+	 */
+	if (!s->cpu_known && !isnan(s->usage) && s->usage < BE_IDLE)
+		s->cpu_busy_ns = 0;
+	if (!s->io_known && !isnan(s->io_usage) && s->io_usage < BE_IO_IDLE)
+		s->io_busy_ns = 0;
+	s->cpu_known |= !isnan(s->usage);
+	s->io_known |= !isnan(s->io_usage);
 	if (!(s->usage < BE_IDLE))
 		s->cpu_busy_ns = now;
 	if (!(s->io_usage < BE_IO_IDLE))
@@ -625,6 +645,18 @@ static void release_floor(struct tick *t, size_t b)
 	}
 }
 
+/* The LC service whose current verdict is the latest; -1 if none has one. */
+static int last_serving(const struct engine *e)
+{
+	int w = -1;
+
+	for (size_t i = 0; i < e->set->n; i++)
+		if (e->set->v[i].klass == POLICY_LATENCY_CRITICAL && e->s[i].band != BAND_NONE &&
+		    (w < 0 || e->s[i].verdict_ns > e->s[w].verdict_ns))
+			w = (int)i;
+	return w;
+}
+
 /* Has no LC service had a verdict for VERDICT_WINDOWS of its windows? */
 static bool lc_idle(const struct engine *e, uint64_t now)
 {
@@ -640,8 +672,13 @@ static bool lc_idle(const struct engine *e, uint64_t now)
 	return true;
 }
 
-/* Halve a BE knob towards its floor; the first cut of "max" halves the use. */
-static void cut(struct tick *t, size_t b, enum action_knob k, size_t driver, const char *why)
+/*
+ * Halve a BE knob towards its floor; the first cut of "max" halves the use.
+ * part (not NAN): the value the best-effort services' share gave it
+ * (share_quota()), cut to no less than half, and share says how.
+ */
+static void cut(struct tick *t, size_t b, enum action_knob k, size_t driver, const char *why,
+		double part, const char *share)
 {
 	const struct policy_range *r = range_of(&t->e->set->v[b], k);
 	struct knob_mem *m = &t->e->s[b].k[k];
@@ -675,6 +712,11 @@ static void cut(struct tick *t, size_t b, enum action_knob k, size_t driver, con
 				 "latency", miss);
 		}
 	}
+	if (!isnan(part)) {
+		/* Its part of the services' share, and still no more than half. */
+		factor = fmax(CUT_FACTOR, part / base);
+		basis[0] = '\0';
+	}
 	v = clamp_range(r, round_toward(k, base * factor, base));
 	if (!(v < m->now))
 		return;
@@ -695,8 +737,12 @@ static void cut(struct tick *t, size_t b, enum action_knob k, size_t driver, con
 		snprintf(hurt, sizeof(hurt), "; a give-back hurt: none above %s for %u windows",
 			 at, m->backoff);
 	}
-	change(t, b, k, v, DIR_PROTECT, driver, true, "%s%smultiplicative cut%s, floor %s%s", why,
-	       basis, scaled, lo, hurt);
+	if (share)
+		change(t, b, k, v, DIR_PROTECT, driver, true, "%s%s, at most half, floor %s%s", why,
+		       share, lo, hurt);
+	else
+		change(t, b, k, v, DIR_PROTECT, driver, true, "%s%smultiplicative cut%s, floor %s%s",
+		       why, basis, scaled, lo, hurt);
 }
 
 /*
@@ -740,30 +786,125 @@ static bool idle_through(const struct engine *e, uint64_t busy_ns, int driver, u
 	return now >= busy_ns + window_of(&e->set->v[driver]);
 }
 
+/*
+ * Is a quota cut of BE service b due this tick? Its driver in *driver and
+ * the rule in words, or NULL. A quota throttles only what runs: on a
+ * service that used no CPU lately it changes nothing now, and would cost
+ * it later.
+ */
+static const char *quota_due(const struct engine *e, size_t b, uint64_t now, int *driver)
+{
+	int cpu = worst_violation(e, ROUTE_CPU), mem = worst_violation(e, ROUTE_QUOTA);
+
+	if (e->set->v[b].klass != POLICY_BEST_EFFORT || !movable(e, b, KNOB_CPU_QUOTA) ||
+	    e->s[b].usage < BE_IDLE || !cooled(&e->s[b].k[KNOB_CPU_QUOTA], DIR_PROTECT, now))
+		return NULL;
+	if (mem >= 0) {
+		*driver = mem;
+		return "weight cannot reach memory interference; ";
+	}
+	if (cpu >= 0 && weight_spent(e, b, now)) {
+		*driver = cpu;
+		return movable(e, b, KNOB_CPU_WEIGHT) ? "cpu.weight at its floor for a window; "
+						      : "cpu.weight not ours to move; ";
+	}
+	return NULL;
+}
+
+/* The CPU a BE service holds: its use, or its quota when that is lower. */
+static double holds(const struct engine *e, size_t b)
+{
+	return fmin(e->s[b].usage, e->s[b].k[KNOB_CPU_QUOTA].now);
+}
+
+/* The weight by which a BE service shares: its CPU weight before we moved it. */
+static double share_weight(const struct engine *e, size_t b)
+{
+	const struct knob_mem *m = &e->s[b].k[KNOB_CPU_WEIGHT];
+
+	return m->seen && m->home > 0 ? m->home : TW_ENGINE_SHARE_WEIGHT;
+}
+
+/*
+ * Between best-effort services: when the quotas of two or more are due to
+ * be cut in the same tick, what they hold together is halved, and the
+ * half that is left is split max-min fair by their home CPU weights (the
+ * administrator's split, before we moved any): a service that holds less
+ * than its part keeps it and is not cut, and the others share the rest
+ * by weight, none cut by more than half. So which service pays follows
+ * what each uses, not which neighbour happens to run beside it: a light
+ * disk reader is not throttled by half because a hog beside it made the
+ * service miss. Known use of every one is needed; otherwise each is cut on
+ * its own, as before. Fills quota_part and share of each.
+ */
+static void share_quota(struct tick *t)
+{
+	struct engine *e = t->e;
+	double total = 0, wsum = 0, left, wleft;
+	size_t n = 0;
+	int driver;
+	bool moved;
+
+	for (size_t b = 0; b < e->set->n; b++) {
+		e->s[b].quota_part = NAN;
+		e->s[b].share[0] = '\0';
+		if (!quota_due(e, b, t->now, &driver))
+			continue;
+		if (isnan(e->s[b].usage))
+			return; /* one's use unknown: each cut on its own */
+		n++;
+		total += holds(e, b);
+		wsum += share_weight(e, b);
+	}
+	if (n < 2)
+		return;
+	/* Water-filling: who holds less than its part keeps it; the rest shares again. */
+	left = CUT_FACTOR * total;
+	wleft = wsum;
+	do {
+		moved = false;
+		for (size_t b = 0; b < e->set->n; b++) {
+			double w = share_weight(e, b);
+
+			if (!quota_due(e, b, t->now, &driver) || !isnan(e->s[b].quota_part) ||
+			    holds(e, b) > left * w / wleft)
+				continue;
+			e->s[b].quota_part = INFINITY;
+			left -= holds(e, b);
+			wleft -= w;
+			moved = true;
+		}
+	} while (moved && wleft > 0);
+	for (size_t b = 0; b < e->set->n; b++) {
+		struct service_mem *s = &e->s[b];
+
+		if (!quota_due(e, b, t->now, &driver) || !isnan(s->quota_part))
+			continue;
+		s->quota_part = left * share_weight(e, b) / wleft;
+		snprintf(s->share, sizeof(s->share),
+			 "best-effort use %.0f%% -> %.0f%%, by home weight %.0f/%.0f: %.1f%%",
+			 100 * total, 100 * CUT_FACTOR * total, share_weight(e, b), wsum,
+			 100 * s->quota_part);
+	}
+}
+
 static void cut_neighbour(struct tick *t, size_t b)
 {
 	const struct engine *e = t->e;
-	int cpu = worst_violation(e, ROUTE_CPU), mem = worst_violation(e, ROUTE_QUOTA);
-	int io = worst_violation(e, ROUTE_IO);
+	int cpu = worst_violation(e, ROUTE_CPU), io = worst_violation(e, ROUTE_IO), driver;
+	const struct service_mem *s = &e->s[b];
+	const char *why;
 
 	if (cpu >= 0 && movable(e, b, KNOB_CPU_WEIGHT) &&
-	    !idle_through(e, e->s[b].cpu_busy_ns, cpu, t->now))
-		cut(t, b, KNOB_CPU_WEIGHT, cpu, "");
-	/*
-	 * A quota throttles only what runs: on a service that used no CPU
-	 * lately it changes nothing now, and would cost it later.
-	 */
-	if (movable(e, b, KNOB_CPU_QUOTA) && !(e->s[b].usage < BE_IDLE)) {
-		if (mem >= 0)
-			cut(t, b, KNOB_CPU_QUOTA, mem, "weight cannot reach memory interference; ");
-		else if (cpu >= 0 && weight_spent(e, b, t->now))
-			cut(t, b, KNOB_CPU_QUOTA, cpu,
-			    movable(e, b, KNOB_CPU_WEIGHT) ? "cpu.weight at its floor for a window; "
-							   : "cpu.weight not ours to move; ");
-	}
+	    !idle_through(e, s->cpu_busy_ns, cpu, t->now))
+		cut(t, b, KNOB_CPU_WEIGHT, cpu, "", NAN, NULL);
+	why = quota_due(e, b, t->now, &driver);
+	/* INFINITY: it holds less than its part of the share, and keeps it. */
+	if (why && !(s->quota_part == INFINITY))
+		cut(t, b, KNOB_CPU_QUOTA, driver, why, s->quota_part, s->share[0] ? s->share : NULL);
 	if (io >= 0 && movable(e, b, KNOB_IO_WEIGHT) &&
-	    !idle_through(e, e->s[b].io_busy_ns, io, t->now))
-		cut(t, b, KNOB_IO_WEIGHT, io, "");
+	    !idle_through(e, s->io_busy_ns, io, t->now))
+		cut(t, b, KNOB_IO_WEIGHT, io, "", NAN, NULL);
 }
 
 /* Step a BE knob we cut back up towards its home; true if it moved. */
@@ -996,10 +1137,17 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 		any |= e->s[i].fresh;
 	}
 	if (!any) {
-		if (lc_idle(e, now_ns))
-			for (size_t b = 0; b < set->n; b++)
-				if (set->v[b].weights_floor)
-					release_floor(&t, b);
+		int serving = last_serving(e);
+
+		for (size_t b = 0; b < set->n; b++) {
+			if (!set->v[b].weights_floor)
+				continue;
+			if (lc_idle(e, now_ns))
+				release_floor(&t, b);
+			else if (serving >= 0)
+				/* A new instance (a restarted unit) is held from its first tick. */
+				hold_floor(&t, b, (size_t)serving);
+		}
 		return t.overflow ? -ENOSPC : (int)t.n;
 	}
 	/* Before this tick's give-backs: the slice comes back after them. */
@@ -1011,6 +1159,8 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 	violation = worst_violation(e, ~0u) >= 0;
 	tightest = tightest_fresh(e);
 	relax = violation ? -1 : all_slack(e, &window);
+	if (violation)
+		share_quota(&t);
 	for (size_t b = 0; b < set->n; b++) {
 		if (set->v[b].klass != POLICY_BEST_EFFORT)
 			continue;

@@ -63,7 +63,8 @@ void engine_free(struct engine *e);
  *    (or no latency figure) decides nothing, and breaks a slack streak;
  *    engine_verdict() says why;
  *  - Weights=floor (a BE policy's weights_floor): its CPU and I/O weights
- *    go straight to their floor once any LC service has a verdict, are
+ *    go straight to their floor once any LC service has a verdict (a new
+ *    instance's at its first tick while one has a current verdict), are
  *    not given back while one has, and go home in one step when none has
  *    had one for 3 windows; its quota follows the rules above;
  *  - an idle BE service, using under 0.5% of a CPU (cpu_usage known), is
@@ -71,7 +72,13 @@ void engine_free(struct engine *e);
  *  - a BE service is not the cause of what it did not do: no cpu.weight
  *    cut when it used under 0.5% of a CPU through the whole last window of
  *    the service that drives the cut, no io.weight cut when it issued under
- *    16 KiB/s of block I/O through it (each when known);
+ *    16 KiB/s of block I/O through it (each when known; unknown counts as
+ *    busy, but not the ticks before the first known figure once that is idle);
+ *  - between best-effort services: quota cuts due in the same tick for two
+ *    or more of them (each one's use known) halve what they hold together
+ *    (use, or quota if lower) and split it max-min fair by their home CPU
+ *    weights: one holding less than its part is not cut, the others get
+ *    their part, none less than half of its value;
  *  - a knob reported by engine_knob_overridden() is left alone until this
  *    engine is freed (the controller's restart, or a reload).
  * Give-back returns what was taken and no more: a best-effort knob climbs

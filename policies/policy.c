@@ -246,7 +246,8 @@ static int set_slice(void *obj, const char *v, char *why)
 /*
  * How a best-effort service's weights move: reactive (cut on a violation,
  * given back in slack) or floor (held at the floor of their ranges while
- * a latency-critical service serves; see the engine).
+ * a latency-critical service serves; see the engine). Left out: floor,
+ * when the policy has a weight.
  */
 static int set_weights(void *obj, const char *v, char *why)
 {
@@ -444,6 +445,9 @@ static int load_policy_file(struct loader *ld, const char *path, const struct st
 								   : seen.key_line[K_UNIT];
 	ld->freq_line[ld->set->n - 1] = seen.key_ok[K_CPU_FREQUENCY] ? seen.key_line[K_CPU_FREQUENCY] : 0;
 	r = validate_policy(p, &seen, &fe);
+	/* Weights= left out: floor wherever there is a weight to hold (docs/design.md). */
+	if (r == 0 && p->klass == POLICY_BEST_EFFORT && !seen.key_line[K_WEIGHTS])
+		p->weights_floor = seen.key_line[K_CPU_WEIGHT] || seen.key_line[K_IO_WEIGHT];
 	file_errs_sort(&fe);
 	return r;
 }

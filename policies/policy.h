@@ -47,7 +47,7 @@ struct policy {
 	/* [Limits] */
 	struct policy_range cpu_quota, cpu_weight, io_weight, cpu_freq_khz;
 	struct policy_range slice_ns; /* Slice=, latency-critical only */
-	bool weights_floor;           /* Weights=floor, best-effort only */
+	bool weights_floor;           /* Weights=floor (the default with a weight), best-effort only */
 };
 
 struct policy_set {

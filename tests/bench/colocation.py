@@ -1,43 +1,64 @@
 #!/usr/bin/python3
 """The co-location benchmark: what tailwarden buys against no control and a static split.
 
-One run interleaves the arms (rotating their order each repetition, so drift
-on the host hits all of them alike). Every arm is the same 60 s: nginx
-(latency-critical, CPU 0) under open-loop load from CPU 1 with an objective;
-at 10 s a CPU hog (stress-ng, best-effort) starts beside it; at 30 s the
-offered load doubles (a second open-loop client); at 40 s a disk reader (fio,
-best-effort) starts. Arms:
+Latency-critical services on CPU 0 under open-loop load from CPU 1, each
+with an objective calibrated to the host; best-effort work beside them in
+cgroups of their own. Scenarios (pick with --scenario; default all):
+
+  1 today      60 s: nginx; at 10 s a CPU hog (stress-ng) starts, at 30 s the
+               offered load doubles, at 40 s a disk reader (fio) starts
+  2 two-lc     40 s: two latency-critical services with different objectives
+               on CPU 0, nginx at p99 and memcached at p99.9; at 10 s the
+               hog starts, at 20 s fio
+  3 burst      40 s: nginx beside a hog that bursts on and off every 1-3 s
+               (random; the same schedule for every arm of a repetition)
+               from 5 s on: the hardest case for a reactive loop
+  4 restart    40 s: nginx beside a hog that is restarted at 12 s and 26 s (a
+               new cgroup each time, as a restarted systemd unit gets; here a
+               cgroup removed and made again under the same name)
+  5 own-load   45 s: nginx beside the hog from 5 s; from 15 s to 30 s the
+               offered load is 1.3x what one CPU serves (the objective cannot
+               be met: the controller must say "own load", not strangle the
+               hog for nothing, and give back when the load falls)
+
+Arms, interleaved in rotating order so that drift on the host hits all:
 
   none        no control: the kernel's defaults
   static      a split set by hand, as a careful operator would: the
               best-effort cgroups' CPU weight at its floor and their quota
-              capped so that nginx's own measured peak (at the doubled load)
+              capped so that the latency-critical services' measured peak
               plus 10% of a CPU stays free
-  tailwarden  `tailwarden run` with the default policy (weight, then quota)
-  slice       the same, with `Slice=0.1ms` in nginx's policy: its threads get
-              a 0.1 ms EEVDF slice as the first rung, before the cuts
-  floor       the same as tailwarden, with `Weights=floor` in the best-effort
-              policies: their CPU and I/O weights sit at the floor while
-              nginx serves (work-conserving: it costs them nothing while
-              nginx leaves room), the quota still cut and given back on
-              violations
+  tailwarden  `tailwarden run` with the default policy (Weights=floor: the
+              best-effort weights sit at their floor while a latency-critical
+              service serves)
+  slice       (scenario 1) the same, with `Slice=0.1ms` in nginx's policy
+  reactive    `Weights=reactive` in the best-effort policies: their weights
+              are cut on violations and given back in slack
 
-Per arm: share of 1 s windows whose p99 (client: kernel receive time of
-each reply, requests grouped by when they were due) meets the objective;
-nginx p50/p99 over the whole arm; best-effort throughput relative to each
-antagonist running alone (stress-ng bogo-ops/s, fio MB/s); and how long
-p99 took to come back under the objective after each event (seconds, and
-control periods of 500 ms). Target: objective met in >= 99% of windows with
-tailwarden, while best-effort work keeps more than in the static arm (the
-mean of stress-ng's and fio's shares of their throughput alone).
+Per arm: the share of 1 s windows within each objective (the client's
+kernel receive time of each reply, requests grouped by when they were
+due); p50/p99; best-effort throughput kept (stress-ng bogo-ops/s and fio
+MB/s against each alone on CPU 0; a bursting hog against alone times its
+duty cycle); the utilisation of CPU 0 (latency-critical plus best-effort CPU
+time over its capacity) and the share of what the latency-critical services
+left idle that best-effort work used (Heracles' utilisation, over the
+seconds it ran); and, per event, the control periods (500 ms) to
+tailwarden's first knob write and to p99 back under the objective (two
+windows in a row). Targets (issue 25): >= 99.5 % of windows, best-effort
+work keeping >= 90 % of what the latency-critical services leave idle and
+more than the static arm, the first write within one period of the hog.
 
-Usage: colocation.py [--reps N] [--out DIR]   (root; default 2 repetitions,
-about 11 minutes; table on stdout, report and plot in DIR, default
-.output/bench)
+Usage: colocation.py [--scenario 1,3] [--reps N] [--arms none,static,...]
+                     [--out DIR]
+(root; default every scenario, 2 repetitions: about 11 minutes for
+scenario 1 and 5-6 for each other; tables on stdout, reports and plots in
+DIR, default .output/bench: colocation.md, and colocation-N.md and
+colocation-N*.png per scenario)
 """
 
 import argparse
 import os
+import random
 import statistics
 import subprocess
 import sys
@@ -50,17 +71,36 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchdoc  # noqa: E402
 from colo import fmt_us  # noqa: E402
 
-ARM_S = 60
-HOG_AT, STEP_AT, FIO_AT = 10, 30, 40
-EVENTS = (("hog starts", HOG_AT), ("load doubles", STEP_AT), ("fio starts", FIO_AT))
-ARMS = ("none", "static", "tailwarden", "slice", "floor")
+ALL_ARMS = ("none", "static", "tailwarden", "slice", "reactive")
+TW_ARMS = ("tailwarden", "slice", "reactive")
 SLICE = "0.1ms"
-TW_ARMS = ("tailwarden", "slice", "floor")
 PERIOD_S = 0.5
+OVERLOAD = 1.3          # scenario 5: offered load over what one CPU serves
 
 
 def say(msg=""):
     print(msg, flush=True)
+
+
+class Scenario:
+    """What one scenario runs: its length, services, events and arms."""
+
+    def __init__(self, key, name, title, arm_s, arms, lc, be_at):
+        self.key, self.name, self.title, self.arm_s = key, name, title, arm_s
+        self.arms, self.lc, self.be_at = arms, lc, be_at
+
+
+SCENARIOS = {
+    "1": Scenario("1", "today", "hog, load x2, disk reader", 60, ALL_ARMS, ("web",), 10),
+    "2": Scenario("2", "two-lc", "nginx p99 and memcached p99.9, hog, disk reader", 40,
+                  ("none", "static", "tailwarden", "reactive"), ("web", "cache"), 10),
+    "3": Scenario("3", "burst", "a hog bursting on and off every 1-3 s", 40,
+                  ("none", "static", "tailwarden", "reactive"), ("web",), 5),
+    "4": Scenario("4", "restart", "a best-effort service restarted twice (new cgroup)", 40,
+                  ("none", "static", "tailwarden", "reactive"), ("web",), 5),
+    "5": Scenario("5", "own-load", "nginx's own load beyond one CPU, hog beside it", 45,
+                  ("none", "static", "tailwarden", "reactive"), ("web",), 5),
+}
 
 
 def recovery(p99s, target, at):
@@ -71,80 +111,274 @@ def recovery(p99s, target, at):
     return None
 
 
-def run_arm(rig, arm, static, say, keep=None):
-    """One 60 s arm; returns its figures."""
-    orig = None
-    if arm == "static":
-        orig = rig.set_static(*static)
-    elif arm in TW_ARMS:
-        rig.write_config(tag="arm", web_limits="Slice=%s" % SLICE if arm == "slice" else "",
-                         be_extra="Weights=floor" if arm == "floor" else "")
-        rig.start_tailwarden()
-    slices = {}
-    d1 = os.path.join(rig.dir, "lg1.dump")
-    d2 = os.path.join(rig.dir, "lg2.dump")
-    try:
-        lg1 = rig.sess.loadgen("http", rig.nginx.port, rig.rate, ARM_S, cpu=colo.CLIENT_CPU,
-                               extra=["--dump", d1], background=True)
-        t0 = time.time()
-        time.sleep(max(0, t0 + HOG_AT - time.time()))
-        rig.start_hog(seconds=ARM_S - HOG_AT)
-        time.sleep(max(0, t0 + STEP_AT - time.time()))
-        lg2 = rig.sess.loadgen("http", rig.nginx.port, rig.rate, ARM_S - STEP_AT,
-                               cpu=colo.CLIENT_CPU, extra=["--dump", d2], background=True)
-        time.sleep(max(0, t0 + FIO_AT - time.time()))
-        # What nginx's threads run with, while the hog and the step load are on.
-        for tid, ns in rig.thread_slices().items():
-            slices[ns] = slices.get(ns, 0) + 1
-        rig.start_fio(seconds=ARM_S - FIO_AT)
-        r1 = lg1.result(timeout=ARM_S + 30)
-        r2 = lg2.result(timeout=ARM_S + 30)
-        bogo = rig.hog_bogo_ops(timeout=30)
-        mbps = rig.fio_mbps(timeout=60)
-        tw_arm = arm in TW_ARMS
-        decisions = rig.decisions_list() if tw_arm else []
-        if keep and tw_arm:
-            for src, suffix in ((rig.decisions, "decisions.jsonl"), (rig.runlog, "run.log")):
-                with open(src) as f, open("%s.%s.%s" % (keep, arm, suffix), "w") as g:
-                    g.write(f.read())
-    finally:
+def bursts(seed, start, end):
+    """A hog's on/off schedule: [(on_at, off_at)], each phase 1-3 s, random."""
+    rnd = random.Random(seed)
+    out, t = [], float(start)
+    while t < end:
+        on = min(end, t + rnd.uniform(1, 3))
+        out.append((t, on))
+        t = on + rnd.uniform(1, 3)
+    return out
+
+
+class Arm:
+    """One arm of one scenario: the timeline, the loads and the measures."""
+
+    def __init__(self, rig, scen, arm, cal, rep):
+        self.rig, self.scen, self.arm, self.cal, self.rep = rig, scen, arm, cal, rep
+        self.actions, self.events, self.loads = [], [], []
+        self.hog_on = []            # (from, to) seconds in which the hog ran
+        self.duty = 1.0
+
+    def at(self, t, fn, event=None):
+        self.actions.append((t, fn))
+        if event:
+            self.events.append((event, t))
+
+    def load(self, name, proto, port, rate, start, seconds):
+        dump = os.path.join(self.rig.dir, "s%s-%s-%d-%d.dump" % (self.scen.key, name, start,
+                                                                self.rep))
+        entry = {"name": name, "dump": dump, "run": None}
+
+        def go():
+            entry["run"] = self.rig.sess.loadgen(proto, port, rate, seconds, cpu=colo.CLIENT_CPU,
+                                                 extra=["--dump", dump], background=True)
+        self.at(start, go)
+        self.loads.append(entry)
+
+    def plan(self):
+        """The scenario's timeline."""
+        rig, s, n = self.rig, self.scen, self.scen.arm_s
+        self.load("web", "http", rig.nginx.port, rig.rate, 0, n)
+        if s.key == "1":
+            self.at(10, lambda: rig.start_hog(seconds=n - 10), "hog starts")
+            self.load("web", "http", rig.nginx.port, rig.rate, 30, n - 30)
+            self.events.append(("load doubles", 30))
+            self.at(40, lambda: rig.start_fio(seconds=n - 40), "fio starts")
+            self.hog_on = [(10, n)]
+        elif s.key == "2":
+            self.load("cache", "memcached", rig.memcached().port, self.cal["mc_rate"], 0, n)
+            self.at(10, lambda: rig.start_hog(seconds=n - 10), "hog starts")
+            self.at(20, lambda: rig.start_fio(seconds=n - 20), "fio starts")
+            self.hog_on = [(10, n)]
+        elif s.key == "3":
+            sched = bursts(1000 + self.rep, 5, n - 1)
+            self.at(4, lambda: (rig.start_hog(seconds=n - 4), time.sleep(0.3),
+                                rig.hog_pause(True)))
+            for i, (on, off) in enumerate(sched):
+                self.at(on, lambda: rig.hog_pause(False), "burst %d" % (i + 1))
+                self.at(off, lambda: rig.hog_pause(True))
+            self.hog_on = [(a, b) for a, b in sched]
+            self.duty = sum(b - a for a, b in sched) / (n - 4)
+        elif s.key == "4":
+            self.at(5, lambda: rig.start_hog(seconds=n - 5), "hog starts")
+            for t in (12, 26):
+                self.at(t, lambda t=t: self.restart(seconds=n - t), "hog restarted")
+            self.hog_on = [(5, n)]
+        elif s.key == "5":
+            self.at(5, lambda: rig.start_hog(seconds=n - 5), "hog starts")
+            self.load("web", "http", rig.nginx.port, self.cal["over_extra"], 15, 15)
+            self.events.append(("overload", 15))
+            self.events.append(("load falls", 30))
+            self.hog_on = [(5, n)]
+
+    def restart(self, seconds):
+        """Scenario 4: the hog restarted in a new cgroup; a static split is set on it
+        again, as a unit's properties outlive its restarts."""
+        self.rig.restart_hog(seconds=seconds)
+        if self.arm == "static":
+            self.rig.set_static(*self.cal["static"])
+
+    def configure(self):
+        rig, arm = self.rig, self.arm
+        self.orig = None
+        if arm == "static":
+            self.orig = rig.set_static(*self.cal["static"])
+        elif arm in TW_ARMS:
+            more = {}
+            if self.scen.key == "2":
+                more["cache.policy"] = ("[Service]\nCgroup=%s\nClass=latency-critical\n"
+                                        "[Objective]\nPercentile=99.9\nTarget=%dus\n"
+                                        "MinRequests=1000\nWindow=1s\n"
+                                        % (rig.cache.rel, self.cal["mc_target"]))
+            rig.write_config(tag="s%s-%s" % (self.scen.key, arm),
+                             web_limits="Slice=%s" % SLICE if arm == "slice" else "",
+                             be_extra="Weights=reactive" if arm == "reactive" else "", more=more)
+            rig.start_tailwarden()
+
+    def lc_cgroups(self):
+        return [self.rig.web] + ([self.rig.cache] if "cache" in self.scen.lc else [])
+
+    def run(self, keep):
+        rig, n = self.rig, self.scen.arm_s
+        self.plan()
+        self.configure()
+        cgs = self.lc_cgroups() + [rig.batch, rig.scan]
+        prev = [rig.cpu_ns(c) for c in cgs]
+        nlc = len(self.lc_cgroups())
+        use = []                    # (lc CPUs, be CPUs) per second
+        try:
+            t0 = time.time()
+            self.t0 = t0
+            todo = sorted(self.actions, key=lambda a: a[0])
+            sec = 1
+            while sec <= n:
+                now = time.time() - t0
+                while todo and todo[0][0] <= now:
+                    todo.pop(0)[1]()
+                if now >= sec:
+                    cur = [rig.cpu_ns(c) for c in cgs]
+                    # A cgroup made again (scenario 4's restart) counts from 0.
+                    d = [(c - p if c >= p else c) / 1e9 for c, p in zip(cur, prev)]
+                    use.append((sum(d[:nlc]), sum(d[nlc:])))
+                    prev = cur
+                    sec += 1
+                nxt = min([sec] + [a[0] for a in todo[:1]])
+                time.sleep(max(0.0, min(0.1, nxt - (time.time() - t0))))
+            if rig.hog:
+                rig.hog_pause(False)    # a bursting hog ends by its timeout
+            results = [(e, e["run"].result(timeout=60)) for e in self.loads]
+            bogo = rig.hog_bogo_ops(timeout=30) if rig.hog else None
+            mbps = rig.fio_mbps(timeout=60) if rig.fio else None
+            decisions = rig.decisions_list() if self.arm in TW_ARMS else []
+            runlog = colo.readf(rig.runlog, "") if self.arm in TW_ARMS else ""
+            if keep and self.arm in TW_ARMS:
+                for src, suffix in ((rig.decisions, "decisions.jsonl"), (rig.runlog, "run.log")):
+                    with open(src) as f, open("%s.%s.%s" % (keep, self.arm, suffix), "w") as g:
+                        g.write(f.read())
+        finally:
+            rig.stop_hog()
+            rig.stop_fio()
+            if self.arm in TW_ARMS:
+                rig.stop_tailwarden()
+            if self.orig:
+                rig.restore_files(self.orig)
+        return self.figures(results, bogo, mbps, decisions, runlog, use)
+
+    def figures(self, results, bogo, mbps, decisions, runlog, use):
+        rig, scen, n = self.rig, self.scen, self.scen.arm_s
+        out = {"arm": self.arm, "errors": sum(r["errors"] for _, r in results), "svc": {},
+               "bogo": bogo, "mbps": mbps, "duty": self.duty, "decisions": len(decisions)}
+        start = min(r["start_unix"] for _, r in results)
+        for name in scen.lc:
+            pct = 99.9 if name == "cache" else 99
+            target = self.cal["mc_target"] if name == "cache" else rig.target
+            reqs = []
+            for e, r in results:
+                if e["name"] == name:
+                    reqs += colo.read_dump(e["dump"], r["start_unix"])
+            buckets = [[] for _ in range(n)]
+            for t, lat in reqs:
+                s = int(t - start)
+                if 0 <= s < n:
+                    buckets[s].append(lat)
+            ps = [colo.pct(b, pct) for b in buckets]
+            wins = [p for p in ps if p is not None]
+            lats = [lat for _, lat in reqs]
+            out["svc"][name] = {
+                "p": ps, "met": sum(1 for p in wins if p <= target), "windows": len(wins),
+                "p50": colo.pct(lats, 50), "p99": colo.pct(lats, pct), "target": target,
+                "recovery": [recovery(ps, target, int(at)) for _, at in self.events]}
+        # p99 back under the objective after each event: every LC service's.
+        rec = [v["recovery"] for v in out["svc"].values()]
+        out["recovery"] = [None if any(r[i] is None for r in rec) else max(r[i] for r in rec)
+                           for i in range(len(self.events))]
+        # The first knob write after each event (any service), in periods.
+        out["first_write"] = []
+        for _, at in self.events:
+            ts = [d["ts"] - self.t0 for d in decisions if d["ts"] - self.t0 >= at]
+            out["first_write"].append(min(ts) - at if ts else None)
+        # CPU 0: utilisation, and what best-effort work took of what LC left idle
+        # in the seconds the hog ran.
+        on = [s for s in range(n) if any(a <= s and s + 1 <= b + 0.5 for a, b in self.hog_on)]
+        out["util"] = sum(lc + be for lc, be in use) / max(1, len(use))
+        idle = sum(max(0.0, 1 - use[s][0]) for s in on if s < len(use))
+        out["be_of_idle"] = (sum(use[s][1] for s in on if s < len(use)) / idle) if idle else None
+        if scen.key == "5":
+            # Best-effort cuts while the service's own load is beyond the CPU,
+            # the hog's CPU in the seconds before the step and during it,
+            # whether the verdict named own load, and the knobs after the fall.
+            cut = [d for d in decisions if d["service"] in ("batch", "scan")
+                   and isinstance(d["new"], (int, float)) and isinstance(d["old"], (int, float))
+                   and d["new"] < d["old"] and 15 <= d["ts"] - self.t0 < 30]
+            out["over_cuts"] = len(cut)
+            before = [use[s][1] for s in range(9, 15)]
+            during = [use[s][1] for s in range(18, 30)]
+            out["be_kept_over"] = (statistics.mean(during) / statistics.mean(before)
+                                   if statistics.mean(before) > 0 else None)
+            out["own_load_said"] = "own load" in runlog
+        return out
+
+
+def calibrate(rig, scens):
+    """Rate, hog, objective; the static split; what each antagonist does alone."""
+    cal = {}
+    say("calibrating (client p99, kernel receive time; 3 s each):")
+    alone, hog, share, ok = rig.calibrate(4, 3, say)
+    say("  chosen: %d req/s, %d hog workers; objective p99 <= %s%s"
+        % (rig.rate, rig.hogs, fmt_us(rig.target),
+           "" if ok else " (no setting separated 4x: the strongest)"))
+    loads = [("http", rig.nginx.port, 2 * rig.rate)]
+    if "2" in scens:
+        cal["mc_rate"] = rig.rate // 2
+        mc = rig.memcached()
+
+        def mc_p999():
+            lg = rig.sess.loadgen("http", rig.nginx.port, rig.rate, 4, cpu=colo.CLIENT_CPU,
+                                  background=True)
+            d = os.path.join(rig.dir, "mc-cal.dump")
+            r = rig.sess.loadgen("memcached", mc.port, cal["mc_rate"], 3, cpu=colo.CLIENT_CPU,
+                                 extra=["--dump", d])
+            lg.result(timeout=40)
+            return colo.pct([lat for _, lat in colo.read_dump(d, r["start_unix"])], 99.9)
+        a = mc_p999()
+        rig.start_hog()
+        time.sleep(0.5)
+        h = mc_p999()
         rig.stop_hog()
-        rig.stop_fio()
-        if arm in TW_ARMS:
-            rig.stop_tailwarden()
-        if orig:
-            rig.restore_files(orig)
-    errors = r1["errors"] + r2["errors"]
-    reqs = colo.read_dump(d1, r1["start_unix"]) + colo.read_dump(d2, r2["start_unix"])
-    p99s = colo.per_second(reqs, r1["start_unix"], ARM_S)
-    lats = [lat for _, lat in reqs]
-    windows = [p for p in p99s if p is not None]
-    met = sum(1 for p in windows if p <= rig.target)
-    return {
-        "arm": arm, "p99s": p99s, "met": met, "windows": len(windows),
-        "p50": colo.pct(lats, 50), "p99": colo.pct(lats, 99), "errors": errors,
-        "bogo": bogo, "mbps": mbps, "decisions": len(decisions), "slices": slices,
-        "recovery": [recovery(p99s, rig.target, at) for _, at in EVENTS],
-    }
-
-
-def baselines(rig):
-    """Each antagonist alone on CPU 0 (nginx idle): bogo-ops/s and MB/s."""
-    rig.start_hog(seconds=15)
-    bogo = rig.hog_bogo_ops(timeout=40)
-    rig.start_fio(seconds=15)
-    mbps = rig.fio_mbps(timeout=60)
-    return bogo, mbps
-
-
-def static_split(rig):
-    """The careful operator's split: measure nginx at the doubled load, keep that + 10% free."""
-    u0, t0 = rig.cpu_ns(rig.web), time.monotonic()
+        cal["mc_target"] = int(max((a * h) ** 0.5, 3 * a))
+        say("  memcached at %d req/s beside nginx: p99.9 %s alone, %s beside the hog; objective "
+            "p99.9 <= %s" % (cal["mc_rate"], fmt_us(a), fmt_us(h), fmt_us(cal["mc_target"])))
+    # The careful operator's split: what the LC services use at their peak
+    # (nginx at twice its rate, memcached at its own), plus 10% of a CPU, stays free.
+    w0 = rig.cpu_ns(rig.web)
+    u0, t0 = sum(rig.cpu_ns(c) for c in [rig.web] + ([rig.cache] if "2" in scens else [])), \
+        time.monotonic()
+    bg = None
+    if "2" in scens:
+        bg = rig.sess.loadgen("memcached", rig.mc.port, cal["mc_rate"], 4, cpu=colo.CLIENT_CPU,
+                              background=True)
     rig.p99(4, rate=2 * rig.rate)
-    use = (rig.cpu_ns(rig.web) - u0) / 1e9 / (time.monotonic() - t0)
-    free = max(0.10, 1.0 - use - 0.10)
-    quota_each = max(0.05, free / 2)
-    return (10, int(quota_each * 100000)), use, quota_each
+    if bg:
+        bg.result(timeout=40)
+    el = time.monotonic() - t0
+    use = (sum(rig.cpu_ns(c) for c in [rig.web] + ([rig.cache] if "2" in scens else []))
+           - u0) / 1e9 / el
+    web_use = (rig.cpu_ns(rig.web) - w0) / 1e9 / el
+    quota_each = max(0.05, max(0.10, 1.0 - use - 0.10) / 2)
+    cal["static"] = (10, int(quota_each * 100000))
+    say("  static split: the latency-critical services used %.0f%% of a CPU at their peak; each "
+        "best-effort cgroup gets cpu.shares 10 and quota %.0f%% of one CPU"
+        % (100 * use, 100 * quota_each))
+    if "5" in scens:
+        # What one CPU serves of nginx: a closed loop of 32 connections, 3 s (its
+        # CPU per request at twice the rate underestimated it: nginx batches more
+        # per wake-up as the rate grows, and 1.3x that estimate met every window).
+        r = rig.sess.loadgen("http", rig.nginx.port, 1, 3, conns=32, cpu=colo.CLIENT_CPU,
+                             extra=["--closed"])
+        capacity = max(r["rps"], 2 * rig.rate / max(0.05, web_use))
+        cal["over_extra"] = max(rig.rate, int(OVERLOAD * capacity) - rig.rate)
+        say("  scenario 5: one CPU serves about %.0f req/s of nginx (closed loop; %.0f from its "
+            "CPU per request); overload offers %d req/s" % (
+                r["rps"], 2 * rig.rate / max(0.05, web_use), rig.rate + cal["over_extra"]))
+    rig.start_hog(seconds=10)
+    cal["bogo"] = rig.hog_bogo_ops(timeout=40)
+    rig.start_fio(seconds=10)
+    cal["mbps"] = rig.fio_mbps(timeout=60)
+    say("  alone on CPU 0: stress-ng %.0f bogo-ops/s, fio %.1f MB/s"
+        % (cal["bogo"] or 0, cal["mbps"] or 0))
+    return cal
 
 
 def table(rows, header):
@@ -155,152 +389,202 @@ def table(rows, header):
     return lines
 
 
-def targets(results, bogo_alone, mbps_alone):
-    """The targets, per tailwarden arm: >= 99% of windows met, and the
-    best-effort work's throughput above the static arm's: the mean of
-    stress-ng's and fio's shares of what each does alone (medians). Both
-    antagonists are best-effort; how they split what nginx leaves between
-    them is not the controller's to decide, so each is printed but the
-    sum is what is compared."""
-    def med(arm, key, alone):
-        v = [(r[key] or 0) / (alone or 1) for r in results if r["arm"] == arm]
-        return statistics.median(v) if v else None
-    out = []
-    st = (med("static", "bogo", bogo_alone), med("static", "mbps", mbps_alone))
-    for arm in TW_ARMS:
+def periods(v):
+    return "-" if v is None else "%.0f" % (v / PERIOD_S)
+
+
+def summary(scen, results, cal):
+    """The scenario's table, one row per arm (medians of repetitions; windows summed)."""
+    rows = []
+    many = len(scen.lc) > 1
+    for arm in ALL_ARMS:
         rs = [r for r in results if r["arm"] == arm]
         if not rs:
             continue
-        share = sum(r["met"] for r in rs) / max(1, sum(r["windows"] for r in rs))
-        be = (med(arm, "bogo", bogo_alone), med(arm, "mbps", mbps_alone))
-        more = None not in st and be[0] + be[1] > st[0] + st[1]
-        out.append("target for %-10s >= 99%% of windows: %.1f%% %s; best-effort above static: "
-                   "mean %.0f%% vs %s (stress-ng %.0f%% vs %s, fio %.0f%% vs %s): %s"
-                   % (arm, 100 * share, "met" if share >= 0.99 else "MISSED",
-                      50 * (be[0] + be[1]),
-                      "-" if None in st else "%.0f%%" % (50 * (st[0] + st[1])), 100 * be[0],
-                      "-" if st[0] is None else "%.0f%%" % (100 * st[0]), 100 * be[1],
-                      "-" if st[1] is None else "%.0f%%" % (100 * st[1]),
-                      "met" if more else "MISSED" if None not in st else "no static arm"))
-    return out
+        row = [arm]
+        for name in scen.lc:
+            met = sum(r["svc"][name]["met"] for r in rs)
+            wins = sum(r["svc"][name]["windows"] for r in rs)
+            row += ["%d/%d (%.1f%%)" % (met, wins, 100.0 * met / max(1, wins)),
+                    fmt_us(statistics.median(r["svc"][name]["p99"] or 0 for r in rs))]
+        bogo = statistics.median((r["bogo"] or 0) / max(1e-9, r["duty"]) for r in rs)
+        row += ["%.0f%%" % (100 * bogo / (cal["bogo"] or 1))]
+        if scen.key in ("1", "2"):
+            row += ["%.0f%%" % (100 * statistics.median(r["mbps"] or 0 for r in rs)
+                                / (cal["mbps"] or 1))]
+        row += ["%.0f%%" % (100 * statistics.median(r["util"] for r in rs)),
+                "%.0f%%" % (100 * statistics.median(r["be_of_idle"] or 0 for r in rs))]
+        if scen.key == "3":
+            # Many events: the median and worst over every burst of every repetition.
+            fw = [v for r in rs for v in r["first_write"]]
+            rc = [v for r in rs for v in r["recovery"]]
+            fwk = [v for v in fw if v is not None]
+            rck = [v for v in rc if v is not None]
+            row += ["%s / %s (%d of %d bursts)" % (
+                        periods(statistics.median(fwk)) if fwk else "-",
+                        periods(max(fwk)) if fwk else "-", len(fwk), len(fw)),
+                    "%s / %s (%d of %d never)" % (
+                        periods(statistics.median(rck)) if rck else "-",
+                        periods(max(rck)) if rck else "-", len(rc) - len(rck), len(rc))]
+        else:
+            nev = len(rs[0]["first_write"])
+            for i in range(nev):
+                row += [" / ".join(periods(r["first_write"][i]) for r in rs),
+                        " / ".join("never" if r["recovery"][i] is None else
+                                   periods(r["recovery"][i]) for r in rs)]
+        if scen.key == "5":
+            row += [" / ".join(str(r.get("over_cuts", "-")) for r in rs),
+                    " / ".join("-" if r.get("be_kept_over") is None else
+                               "%.0f%%" % (100 * r["be_kept_over"]) for r in rs),
+                    " / ".join("yes" if r.get("own_load_said") else "no" for r in rs)]
+        rows.append(row)
+    header = ["arm"]
+    for name in scen.lc:
+        label = "memcached p99.9" if name == "cache" else "nginx p99"
+        header += ["%s windows met" % label if many else "windows met", "%s" % label]
+    header += ["stress-ng kept"] + (["fio kept"] if scen.key in ("1", "2") else [])
+    header += ["CPU 0 used", "BE of LC idle"]
+    if scen.key == "3":
+        header += ["periods to 1st write: median / worst", "periods to p99 back: median / worst"]
+    else:
+        evs = [e for e, _ in Arm(None, scen, "none", cal, 0).events_only()]
+        for e in evs:
+            header += ["%s: periods to 1st write" % e, "%s: to p99 back" % e]
+    if scen.key == "5":
+        header += ["BE cuts in overload", "BE CPU kept in overload", "said own load"]
+    return table(rows, header)
 
 
-def rec(v):
-    return "never" if v is None else "%d s (%d periods)" % (v, v / PERIOD_S)
+def _events_only(self):
+    """The events of a scenario's timeline, without a rig (for the table's header)."""
+    s = self.scen
+    return {"1": [("hog starts", 10), ("load doubles", 30), ("fio starts", 40)],
+            "2": [("hog starts", 10), ("fio starts", 20)],
+            "4": [("hog starts", 5), ("hog restarted", 12), ("hog restarted", 26)],
+            "5": [("hog starts", 5), ("overload", 15), ("load falls", 30)]}.get(s.key, [])
 
 
-def plot(out, results, target):
-    data = os.path.join(out, "colocation.dat")
-    first = {}
+Arm.events_only = _events_only
+
+
+def plot(out, scen, results):
+    """One PNG per latency-critical service: its percentile per window, first repetition."""
+    first, paths = {}, []
     for r in results:
         first.setdefault(r["arm"], r)
-    with open(data, "w") as f:
-        f.write("# second " + " ".join(ARMS) + "\n")
-        for s in range(ARM_S):
-            f.write("%d %s\n" % (s, " ".join(
-                "%.1f" % first[a]["p99s"][s] if a in first and first[a]["p99s"][s] else "NaN"
-                for a in ARMS)))
-    shade = ("set object 1 rect from %d, graph 0 to %d, graph 1 behind fc rgb '#d62728' fs solid 0.08 "
-             "noborder\nset object 2 rect from %d, graph 0 to %d, graph 1 behind fc rgb '#1f77b4' fs "
-             "solid 0.12 noborder\n" % (HOG_AT, ARM_S, FIO_AT, ARM_S))
-    labels = "".join("set arrow from %d, graph 0 to %d, graph 1 nohead dt 2\nset label '%s' at %d, "
-                     "graph 0.97\n" % (at, at, name, at + 0.5) for name, at in EVENTS)
-    script = ("set terminal pngcairo size 1000,400 font ',10'\nset output '%s/colocation.png'\n"
-              "set title 'nginx p99 per 1 s window (client, kernel receive time), first repetition'\n"
-              "set xlabel 'seconds'\nset ylabel 'microseconds'\nset logscale y\nset grid\n"
-              "set key outside right top\n%s%s"
-              "plot '%s' using 1:2 with linespoints pt 7 ps 0.4 title 'none', '' using 1:3 with "
-              "linespoints pt 7 ps 0.4 title 'static', '' using 1:4 with linespoints pt 7 ps 0.4 "
-              "title 'tailwarden', '' using 1:5 with linespoints pt 7 ps 0.4 title 'tailwarden + "
-              "slice', '' using 1:6 with linespoints pt 7 ps 0.4 title 'tailwarden, "
-              "Weights=floor', %d with lines lw 2 dt 1 title 'objective'\n"
-              % (out, shade, labels, data, target))
-    r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
-    return r.returncode == 0
+    arms = [a for a in ALL_ARMS if a in first]
+    for name in scen.lc:
+        data = os.path.join(out, "colocation-%s-%s.dat" % (scen.key, name))
+        target = next(iter(first.values()))["svc"][name]["target"]
+        with open(data, "w") as f:
+            f.write("# second " + " ".join(arms) + "\n")
+            for s in range(scen.arm_s):
+                f.write("%d %s\n" % (s, " ".join(
+                    "%.1f" % first[a]["svc"][name]["p"][s] if first[a]["svc"][name]["p"][s]
+                    else "NaN" for a in arms)))
+        png = "colocation-%s%s.png" % (scen.key, "" if name == "web" else "-" + name)
+        labels = "".join("set arrow from %g, graph 0 to %g, graph 1 nohead dt 2\n"
+                         "set label '%s' at %g, graph 0.97\n" % (at, at, e, at + 0.3)
+                         for e, at in Arm(None, scen, "none", None, 0).events_only())
+        what = "memcached p99.9" if name == "cache" else "nginx p99"
+        script = ("set terminal pngcairo size 1000,400 font ',10'\nset output '%s/%s'\n"
+                  "set title 'scenario %s (%s): %s per 1 s window (client, kernel receive "
+                  "time), first repetition'\nset xlabel 'seconds'\nset ylabel 'microseconds'\n"
+                  "set logscale y\nset grid\nset key outside right top\n%s"
+                  "plot %s, %d with lines lw 2 dt 1 title 'objective'\n"
+                  % (out, png, scen.key, scen.name, what, labels, ", ".join(
+                      "'%s' using 1:%d with linespoints pt 7 ps 0.4 title '%s'" % (data, i + 2, a)
+                      for i, a in enumerate(arms)), target))
+        r = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+        if r.returncode == 0:
+            paths.append(png)
+    return paths
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(tw.REPO, ".output", "bench"))
-    ap.add_argument("--arms", default=",".join(ARMS),
-                    help="comma-separated subset of %s" % ",".join(ARMS))
+    ap.add_argument("--scenario", default=",".join(SCENARIOS),
+                    help="comma-separated scenarios to run (default all: %s)"
+                    % ", ".join("%s %s" % (k, s.name) for k, s in SCENARIOS.items()))
+    ap.add_argument("--arms", default=None,
+                    help="comma-separated arms (of %s; default each scenario's own)"
+                    % ",".join(ALL_ARMS))
     ap.add_argument("--no-docs", action="store_true",
-                    help="do not write the co-location block of docs/benchmarks.md")
+                    help="do not write the scenarios' blocks of docs/benchmarks.md")
     args = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("colocation: must run as root (BPF and cgroups)")
+    keys = [k for k in args.scenario.split(",") if k]
+    for k in keys:
+        if k not in SCENARIOS:
+            sys.exit("colocation: no scenario %r (%s)" % (k, ", ".join(SCENARIOS)))
     os.makedirs(args.out, exist_ok=True)
+    report = ["# Co-location benchmark", ""]
     with tw.Session(("unified", "cpu", "cpuacct"), tag="colo") as sess:
         rig = colo.Rig(sess, sess.tmpdir("colo"))
         try:
             rig.layout_fio()
-            say("calibrating (client p99, kernel receive time; 3 s each):")
-            alone, hog, share, ok = rig.calibrate(4, 3, say)
-            say("  chosen: %d req/s (%d from 30 s), %d hog workers; objective p99 <= %s%s"
-                % (rig.rate, 2 * rig.rate, rig.hogs, fmt_us(rig.target),
-                   "" if ok else " (no setting separated 4x: the strongest)"))
-            static, use, quota_each = static_split(rig)
-            say("  static split: nginx used %.0f%% of a CPU at %d req/s; each best-effort cgroup "
-                "gets cpu.shares 10 and quota %.0f%% (of one CPU; %.0f%% together, + 10%% headroom)"
-                % (100 * use, 2 * rig.rate, 100 * quota_each, 200 * quota_each))
-            bogo_alone, mbps_alone = baselines(rig)
-            say("  alone on CPU 0: stress-ng %.0f bogo-ops/s, fio %.1f MB/s"
-                % (bogo_alone or 0, mbps_alone or 0))
-            results = []
-            for rep in range(args.reps):
-                order = ARMS[rep % len(ARMS):] + ARMS[:rep % len(ARMS)]
-                for arm in (a for a in order if a in args.arms.split(",")):
-                    r = run_arm(rig, arm, static, say,
-                                keep=os.path.join(args.out, "colocation-rep%d" % (rep + 1)))
-                    results.append(r)
-                    say("  rep %d %-10s objective met in %2d/%d windows, p99 %s, stress-ng %.0f%%, "
-                        "fio %.0f%% of alone, recovery %s; nginx threads' slices at %d s: %s"
-                        % (rep + 1, arm, r["met"], r["windows"], fmt_us(r["p99"]),
-                           100 * (r["bogo"] or 0) / (bogo_alone or 1),
-                           100 * (r["mbps"] or 0) / (mbps_alone or 1),
-                           ", ".join(rec(v) for v in r["recovery"]), FIO_AT,
-                           ", ".join("%d x %s" % (n, fmt_us(ns / 1000))
-                                     for ns, n in sorted(r["slices"].items())) or "-"))
+            cal = calibrate(rig, keys)
+            for k in keys:
+                scen = SCENARIOS[k]
+                arms = [a for a in (args.arms.split(",") if args.arms else scen.arms)
+                        if a in ALL_ARMS]
+                say()
+                say("scenario %s (%s): %s, %d s per arm, arms %s"
+                    % (k, scen.name, scen.title, scen.arm_s, ", ".join(arms)))
+                results = []
+                for rep in range(args.reps):
+                    order = arms[rep % len(arms):] + arms[:rep % len(arms)]
+                    for arm in order:
+                        r = Arm(rig, scen, arm, cal, rep).run(
+                            os.path.join(args.out, "colocation-%s-rep%d" % (k, rep + 1)))
+                        results.append(r)
+                        say("  rep %d %-10s %s; stress-ng %.0f%%%s of alone; CPU 0 used %.0f%%, "
+                            "best-effort took %s of what LC left idle; first write after each "
+                            "event (periods) %s"
+                            % (rep + 1, arm, "; ".join(
+                                "%s %d/%d windows met, whole-arm p%s %s" % (
+                                    n, v["met"], v["windows"], "99.9" if n == "cache" else "99",
+                                    fmt_us(v["p99"])) for n, v in r["svc"].items()),
+                               100 * (r["bogo"] or 0) / max(1e-9, r["duty"]) / (cal["bogo"] or 1),
+                               ", fio %.0f%%" % (100 * (r["mbps"] or 0) / (cal["mbps"] or 1))
+                               if r["mbps"] is not None else "",
+                               100 * r["util"], "-" if r["be_of_idle"] is None else
+                               "%.0f%%" % (100 * r["be_of_idle"]),
+                               " ".join(periods(v) for v in r["first_write"]) or "-"))
+                lines = summary(scen, results, cal)
+                head = ("scenario %s (%s): %s; nginx %d req/s, objective p99 <= %s%s; %d "
+                        "repetitions of %d s per arm (medians; per-event figures per repetition, "
+                        "500 ms periods)" % (
+                            k, scen.name, scen.title, rig.rate, fmt_us(rig.target),
+                            "; memcached %d req/s, p99.9 <= %s" % (
+                                cal["mc_rate"], fmt_us(cal["mc_target"])) if k == "2" else "",
+                            args.reps, scen.arm_s))
+                say()
+                say(head)
+                for line in lines:
+                    say(line)
+                pngs = plot(args.out, scen, results)
+                part = ["## Scenario %s: %s" % (k, scen.name), "", head, "", "```"] + lines + \
+                    ["```", ""] + ["![%s](%s)" % (p, p) for p in pngs] + [""]
+                with open(os.path.join(args.out, "colocation-%s.md" % k), "w") as f:
+                    f.write("\n".join(part) + "\n")
+                report += part
+                if not args.no_docs and not args.arms:
+                    # Scenario 1 keeps the block name it had alone.
+                    benchdoc.write(benchdoc.DOC, {
+                        "colocation" if k == "1" else "colocation-%s" % k:
+                        "%s\n\n%s\n\n`tests/bench/colocation.py --scenario %s`, %d repetitions "
+                        "of each arm, interleaved:\n\n```\n%s\n```"
+                        % (benchdoc.facts(), head, k, args.reps, "\n".join(lines))})
         finally:
             rig.remove_fio_data()
-    rows = []
-    for arm in ARMS:
-        rs = [r for r in results if r["arm"] == arm]
-        if not rs:
-            continue
-        met = sum(r["met"] for r in rs)
-        wins = sum(r["windows"] for r in rs)
-        rows.append([
-            arm, "%d/%d (%.1f%%)" % (met, wins, 100.0 * met / max(1, wins)),
-            fmt_us(statistics.median(r["p50"] for r in rs)),
-            fmt_us(statistics.median(r["p99"] for r in rs)),
-            "%.0f%%" % (100 * statistics.median((r["bogo"] or 0) for r in rs) / (bogo_alone or 1)),
-            "%.0f%%" % (100 * statistics.median((r["mbps"] or 0) for r in rs) / (mbps_alone or 1)),
-        ] + [" / ".join(("%d" % (v / PERIOD_S)) if v is not None else "never"
-                        for v in (r["recovery"][i] for r in rs)) for i in range(len(EVENTS))])
-    header = ["arm", "windows meeting objective", "p50", "p99", "stress-ng vs alone",
-              "fio vs alone"] + ["periods to recover: %s" % n for n, _ in EVENTS]
-    lines = table(rows, header)
-    say()
-    say("co-location: nginx %d -> %d req/s, objective p99 <= %s, %d repetitions of %d s per arm "
-        "(medians; recovery per repetition, 500 ms periods)" % (rig.rate, 2 * rig.rate,
-                                                               fmt_us(rig.target), args.reps, ARM_S))
-    for line in lines:
-        say(line)
-    verdicts = targets(results, bogo_alone, mbps_alone)
-    for line in verdicts:
-        say(line)
-    lines += [""] + verdicts
-    plotted = plot(args.out, results, rig.target)
     with open(os.path.join(args.out, "colocation.md"), "w") as f:
-        f.write("# Co-location benchmark\n\n```\n%s\n```\n\n%s\n" % (
-            "\n".join(lines), "![p99 per window](colocation.png)" if plotted else ""))
-    if not args.no_docs and args.arms == ",".join(ARMS):
-        benchdoc.write(benchdoc.DOC, {"colocation": "%s\n\n`tests/bench/colocation.py`, %d "
-                                      "repetitions of each arm, interleaved:\n\n```\n%s\n```"
-                                      % (benchdoc.facts(), args.reps, "\n".join(lines))})
-    say("report: %s (tailwarden's decisions and log: colocation-rep*.decisions.jsonl, *.run.log)"
+        f.write("\n".join(report) + "\n")
+    say("report: %s (per scenario colocation-N.md; tailwarden's decisions and log: "
+        "colocation-N-rep*.ARM.decisions.jsonl, *.run.log)"
         % os.path.relpath(os.path.join(args.out, "colocation.md")))
     return 0
 

@@ -455,7 +455,9 @@ def test_hook_missing():
     with tw.Session(("unified", "cpu", "cpuacct"), tag="hook") as sess:
         rig, _, bursts = busy_rig(sess, "hook")
         try:
-            rig.write_config(tag="hook")
+            # Reactive: the cut must come from a diagnosis without the hooks, not
+            # from the default's floor, which holds the weight from the first verdict.
+            rig.write_config(tag="hook", be_extra="Weights=reactive")
             orig = rig.knob_files()
             # 1. The contention hooks missing: said, and the hog is still cut.
             rig.start_tailwarden(env=hide(*CONTENTION_HOOKS))

@@ -230,8 +230,10 @@ def write_config(path, state, extra=""):
 
 LC_BODY = ("[Service]\n%s\nClass=latency-critical\n[Objective]\nPercentile=99\n"
            "Target=1us\nMinRequests=20\nWindow=1s\n")
+# Weights=reactive: these tests follow cuts and give-backs through the bus
+# (a weight and a quota cut on violations), not the default's floor.
 BE_BODY = ("[Service]\n%s\nClass=best-effort\n[Limits]\nCPUWeight=1..100\nCPUQuota=5%%..max\n"
-           "IOWeight=10..100\n")
+           "IOWeight=10..100\nWeights=reactive\n")
 
 
 def start_run(sess, conf, pol, logpath, extra=(), env=None):

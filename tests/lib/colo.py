@@ -43,7 +43,8 @@ def pct(values, q):
     if not values:
         return None
     v = sorted(values)
-    return v[max(0, -(-len(v) * q // 100) - 1)]
+    tenths = int(round(q * 10))     # whole arithmetic: 99 and 99.9 both exact
+    return v[max(0, -(-len(v) * tenths // 1000) - 1)]
 
 
 def read_dump(path, start_unix):
@@ -127,8 +128,35 @@ class Rig:
         m = re.search(r"\bcpu\s+(\d+)\s+([\d.]+)\s+[\d.]+\s+[\d.]+\s+([\d.]+)", readf(self.hog_out, ""))
         return float(m.group(3)) if m else None
 
+    def hog_pause(self, paused):
+        """Stop (SIGSTOP) or continue (SIGCONT) every process of the hog: a bursting hog."""
+        for pid in self.batch.pids(recursive=True):
+            try:
+                os.kill(pid, signal.SIGSTOP if paused else signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
+    def restart_hog(self, seconds=600):
+        """The hog as a restarted service: stopped, its cgroup removed and made again
+        (a new cgroup, as a restarted systemd unit gets), started again."""
+        self.stop_hog()
+        self.sess.kill_cgroup(self.batch)
+        for p in reversed(self.batch.paths):
+            for _ in range(50):
+                try:
+                    os.rmdir(p)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+        for p in self.batch.paths:
+            os.makedirs(p, exist_ok=True)
+        self.start_hog(seconds)
+
     def stop_hog(self):
         if self.hog:
+            self.hog_pause(False)
             self.sess.kill_cgroup(self.batch)
             self.hog.wait(5)
             self.hog = None
@@ -226,11 +254,84 @@ class Rig:
         self.target = int(max((alone * hog) ** 0.5, 3 * alone))
         return alone, hog, share, hog >= separation * alone
 
+    def files_server(self):
+        """A second latency-critical nginx, cgroup "files" on the server's CPU, for
+        /disk/page alone: an objective that the disk decides."""
+        if not getattr(self, "files", None):
+            self.files_cg = self.sess.cgroup("files")
+            self.files = self.sess.nginx(self.files_cg, cpu=SERVER_CPU, disk_dir=self.disk_dir)
+        return self.files
+
+    def disk_probe(self, rate, seconds, say, cpu=CLIENT_CPU, server=None):
+        """nginx's /disk/page p99 (the median of its seconds') alone and beside fio,
+        uncontrolled, on the I/O
+        scheduler an I/O weight acts through (bfq, every weight at its default):
+        the "before" of an I/O weight cut. The disk's scheduler is switched for the
+        probe and put back. With server (another nginx than web's), web serves its
+        own load meanwhile, as in a run. Returns (p99 alone, p99 beside fio, fio's
+        MB/s), or Nones where the disk or bfq is missing."""
+        dev = disk_of(self.disk_dir)
+        old = scheduler(dev)
+        if not dev or "bfq" not in (readf("/sys/block/%s/queue/scheduler" % dev, "") or ""):
+            return None, None, None
+        try:
+            if old != "bfq":
+                set_scheduler(dev, "bfq")
+
+            def p99(secs=seconds):
+                """The median of the per-second p99s, as the run's rows are read."""
+                dump = os.path.join(self.dir, "disk-probe.dump")
+                r = self.sess.loadgen("http", (server or self.nginx).port, rate, secs, cpu=cpu,
+                                      extra=["--path", "/disk/page", "--dump", dump])
+                if r["errors"] or not r["completed"]:
+                    raise tw.SetupError("loadgen errors on /disk/page: %s" % r)
+                ps = sorted(p for p in per_second(read_dump(dump, r["start_unix"]),
+                                                  r["start_unix"], secs) if p is not None)
+                return ps[len(ps) // 2] if ps else None
+            def loaded(secs=seconds):
+                """p99() while web serves its own load beside, as in the run."""
+                bg = self.sess.loadgen("http", self.nginx.port, self.rate, secs + 1, cpu=cpu,
+                                       background=True) if server else None
+                try:
+                    return p99(secs)
+                finally:
+                    if bg:
+                        bg.result(timeout=secs + 30)
+            p99(1)              # warm-up: nginx's first reads of the page
+            alone = loaded()
+            self.start_fio(cpu=cpu)
+            time.sleep(0.5)
+            b0, t0 = self.io_bytes(self.scan), time.monotonic()
+            beside = loaded()
+            mbps = (self.io_bytes(self.scan) - b0) / 1e6 / (time.monotonic() - t0)
+            self.stop_fio()
+            # The disk is shared with whatever else the host does: alone again,
+            # and the lower of the two (one run here read 18.8 ms alone, 1.5 ms
+            # beside fio).
+            again = loaded()
+            alone = min(a for a in (alone, again) if a is not None) if (alone or again) else None
+        finally:
+            self.stop_fio()
+            if old and scheduler(dev) != old:
+                set_scheduler(dev, old)
+        say("  /disk/page at %d req/s under bfq, uncontrolled (median of the seconds' p99): "
+            "%s alone, %s beside fio (fio read %.0f MB/s)" % (rate, fmt_us(alone), fmt_us(beside),
+                                                            mbps))
+        return alone, beside, mbps
+
     # -- tailwarden --------------------------------------------------------------
+    def memcached(self):
+        """A second latency-critical service: memcached in cgroup "cache" on the server's CPU."""
+        if not getattr(self, "cache", None):
+            self.cache = self.sess.cgroup("cache")
+            self.mc = self.sess.memcached(self.cache, cpu=SERVER_CPU)
+        return self.mc
+
     def write_config(self, tag="tw", target=None, dry_run=False, extra="", web_limits="",
                      scan_limits="CPUWeight=1..100\nCPUQuota=5%..max\nIOWeight=10..100",
-                     be_extra=""):
-        """be_extra: more [Limits] lines for both best-effort policies (Weights=floor)."""
+                     be_extra="", more=None):
+        """be_extra: more [Limits] lines for both best-effort policies (Weights=floor).
+        more: further policy files, name -> text."""
         d = os.path.join(self.dir, tag)
         pol = os.path.join(d, "policies")
         os.makedirs(pol, exist_ok=True)
@@ -244,6 +345,7 @@ class Rig:
             "scan.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n%s\n%s\n"
                            % (self.scan.rel, scan_limits, be_extra),
         }
+        files.update(more or {})
         for name, text in files.items():
             with open(os.path.join(pol, name), "w") as f:
                 f.write(text)

@@ -1163,6 +1163,14 @@ static void test_weights_floor(void **state)
 	/* Serving again: the floor again. */
 	assert_int_equal(window(f, 0.3, 1000, NULL), 2);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
+	/* A new instance (a restarted unit, weights at its defaults): held at the
+	 * floor at its first tick, not at the next verdict. */
+	engine_service_reset(f->e, 1);
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	f->in[1].knob[KNOB_IO_WEIGHT] = 100;
+	f->now += SEC / 2;
+	assert_int_equal(run_tick(f), 2);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10 && f->in[1].knob[KNOB_IO_WEIGHT] == 10);
 }
 
 /* An idle best-effort service's quota (under 0.5% of a CPU used) is left alone. */
@@ -1218,6 +1226,17 @@ static void test_idle_not_the_cause(void **state)
 	f->now -= SEC / 2;
 	assert_int_equal(window(f, 3, 1000, &cpu), 1);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
+	/* Unknown in the first ticks (a sensor's first sample), then idle: not the cause. */
+	engine_free(f->e);
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	f->in[1].cpu_usage = NAN;
+	start(f);
+	f->now += SEC / 2;
+	run_tick(f);
+	f->now -= SEC / 2; /* the window ends half a second after that tick */
+	f->in[1].cpu_usage = 0;
+	assert_int_equal(window(f, 3, 1000, &cpu), 0);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
 	/* Unknown (no contention sensor): cut as before. */
 	f->in[1].io_usage = NAN;
 	f->in[1].knob[KNOB_IO_WEIGHT] = 500;
@@ -1225,6 +1244,78 @@ static void test_idle_not_the_cause(void **state)
 	start(f);
 	assert_int_equal(window(f, 3, 1000, &io), 1);
 	assert_true(f->in[1].knob[KNOB_IO_WEIGHT] == 250);
+}
+
+/*
+ * Between best-effort services: quota cuts due in the same tick halve what
+ * they hold together and split it max-min by home CPU weight; one holding
+ * less than its part is not cut, and no one is cut by more than half.
+ */
+static void test_best_effort_share(void **state)
+{
+	struct fx *f = *state;
+	const struct action *a;
+
+	be_policy(&f->pol[2], "scan");
+	f->set.n = 3;
+	f->pol[1].cpu_weight.set = false; /* weights not ours: the quota at once */
+	f->pol[2].cpu_weight.set = false;
+	f->pol[2].cpu_quota = range(0.05, INFINITY);
+	f->in[2].knob[KNOB_CPU_WEIGHT] = 100;
+	f->in[2].knob[KNOB_CPU_QUOTA] = INFINITY;
+	f->in[1].cpu_usage = 0.6;
+	f->in[2].cpu_usage = 0.3;
+	start(f);
+	/* 90% together -> 45%: parts of 22.5% each; batch at most halved. */
+	assert_int_equal(window(f, 3, 1000, NULL), 2);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
+	assert_float_equal(f->in[2].knob[KNOB_CPU_QUOTA], 0.225, 1e-9);
+	a = find(f, 2, KNOB_CPU_QUOTA);
+	assert_non_null(a);
+	assert_string_equal(a->reason,
+			    "web p99 2.95ms > target 2ms (slack -0.47); no diagnosis: CPU knobs on "
+			    "slack alone; cut scan cpu.max max -> 22.5% (cpu.weight not ours to move; "
+			    "best-effort use 90% -> 45%, by home weight 100/200: 22.5%, at most half, "
+			    "floor 5%)");
+	/* Now they hold 30% and 22.5%: parts of 13.1% each. */
+	f->in[1].cpu_usage = 0.3;
+	f->in[2].cpu_usage = 0.225;
+	assert_int_equal(window(f, 3, 1000, NULL), 2);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.15, 1e-9);
+	assert_float_equal(f->in[2].knob[KNOB_CPU_QUOTA], 0.132, 1e-9);
+
+	/* A light user (10% of 70%: under its part of 17.5%) keeps its quota. */
+	engine_free(f->e);
+	f->in[1].knob[KNOB_CPU_QUOTA] = INFINITY;
+	f->in[2].knob[KNOB_CPU_QUOTA] = INFINITY;
+	f->in[1].cpu_usage = 0.6;
+	f->in[2].cpu_usage = 0.1;
+	start(f);
+	assert_int_equal(window(f, 3, 1000, NULL), 1);
+	assert_non_null(find(f, 1, KNOB_CPU_QUOTA));
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
+	assert_true(isinf(f->in[2].knob[KNOB_CPU_QUOTA]));
+
+	/* Home weights decide the parts: scan at 300 of 400 keeps 30% of 90%. */
+	engine_free(f->e);
+	f->in[1].knob[KNOB_CPU_QUOTA] = INFINITY;
+	f->in[2].knob[KNOB_CPU_WEIGHT] = 300;
+	f->in[1].cpu_usage = 0.6;
+	f->in[2].cpu_usage = 0.3;
+	start(f);
+	assert_int_equal(window(f, 3, 1000, NULL), 1);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
+	assert_true(isinf(f->in[2].knob[KNOB_CPU_QUOTA]));
+
+	/* One's use unknown: each halved on its own, as before. */
+	engine_free(f->e);
+	f->in[1].knob[KNOB_CPU_QUOTA] = INFINITY;
+	f->in[2].cpu_usage = NAN;
+	start(f);
+	assert_int_equal(window(f, 3, 1000, NULL), 2);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
+	assert_float_equal(f->in[2].knob[KNOB_CPU_QUOTA], 0.5, 1e-9);
+	assert_non_null(strstr(find(f, 2, KNOB_CPU_QUOTA)->reason, "multiplicative cut"));
 }
 
 int main(void)
@@ -1257,6 +1348,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_weights_floor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_quota_left_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_not_the_cause, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_best_effort_share, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_sequences_keep_the_rules, setup, teardown),
 	};
 

@@ -197,12 +197,15 @@ Target=%dus
 Window=1s
 MinRequests=20
 """
+# Weights=reactive: the hog test asserts a cut that names its diagnosis
+# (cpu/interference), which the default's floor makes before any violation.
 HOG_POLICY = """[Service]
 %s=%s
 Class=best-effort
 [Limits]
 CPUWeight=1..100
 CPUQuota=5%%..max
+Weights=reactive
 """
 SEPARATION = 2.5    # the hog must raise nginx's p99 at least this much (else no test)
 CALIB_TRIES = 3     # measurements of (alone, beside the hog) before giving up
