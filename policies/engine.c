@@ -595,7 +595,9 @@ static const enum action_knob floor_knobs[] = { KNOB_CPU_WEIGHT, KNOB_IO_WEIGHT 
 /* Is k one of a Weights=floor service's weights, held while LC services serve? */
 static bool held(const struct engine *e, size_t b, enum action_knob k)
 {
-	if (!e->set->v[b].weights_floor)
+	const struct policy *p = &e->set->v[b];
+
+	if (!p->weights_floor || (k == KNOB_IO_WEIGHT && !p->weights_floor_io))
 		return false;
 	for (size_t j = 0; j < N_FLOOR_KNOBS; j++)
 		if (floor_knobs[j] == k)
@@ -619,7 +621,8 @@ static void hold_floor(struct tick *t, size_t b, size_t driver)
 		const struct policy_range *r = range_of(&t->e->set->v[b], k);
 		struct knob_mem *m = &t->e->s[b].k[k];
 
-		if (!movable(t->e, b, k) || !(m->now > r->lo) || !cooled(m, DIR_PROTECT, t->now))
+		if (!held(t->e, b, k) || !movable(t->e, b, k) || !(m->now > r->lo) ||
+		    !cooled(m, DIR_PROTECT, t->now))
 			continue;
 		change(t, b, k, r->lo, DIR_PROTECT, driver, false, "%s",
 		       "Weights=floor: a latency-critical service serves; a weight only orders wake-ups, so its floor costs nothing while there is room");
@@ -636,7 +639,7 @@ static void release_floor(struct tick *t, size_t b)
 		enum action_knob k = floor_knobs[j];
 		struct knob_mem *m = &t->e->s[b].k[k];
 
-		if (!movable(t->e, b, k) || !m->touched || !(m->now < m->home) ||
+		if (!held(t->e, b, k) || !movable(t->e, b, k) || !m->touched || !(m->now < m->home) ||
 		    !cooled(m, DIR_RELAX, t->now))
 			continue;
 		change(t, b, k, m->home, DIR_RELAX, b, false,

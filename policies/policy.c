@@ -254,9 +254,9 @@ static int set_weights(void *obj, const char *v, char *why)
 	struct policy *p = obj;
 
 	if (!strcmp(v, "reactive"))
-		p->weights_floor = false;
+		p->weights_floor = p->weights_floor_io = false;
 	else if (!strcmp(v, "floor"))
-		p->weights_floor = true;
+		p->weights_floor = p->weights_floor_io = true;
 	else
 		return value_fail(why, "expected reactive or floor");
 	return 0;
@@ -445,9 +445,13 @@ static int load_policy_file(struct loader *ld, const char *path, const struct st
 								   : seen.key_line[K_UNIT];
 	ld->freq_line[ld->set->n - 1] = seen.key_ok[K_CPU_FREQUENCY] ? seen.key_line[K_CPU_FREQUENCY] : 0;
 	r = validate_policy(p, &seen, &fe);
-	/* Weights= left out: floor wherever there is a weight to hold (docs/design.md). */
+	/*
+	 * Weights= left out: the CPU weight at its floor, the I/O weight
+	 * reactive. Under BFQ an I/O weight held low from the start was not
+	 * shown to help (docs/design.md): only Weights=floor written holds it.
+	 */
 	if (r == 0 && p->klass == POLICY_BEST_EFFORT && !seen.key_line[K_WEIGHTS])
-		p->weights_floor = seen.key_line[K_CPU_WEIGHT] || seen.key_line[K_IO_WEIGHT];
+		p->weights_floor = seen.key_line[K_CPU_WEIGHT];
 	file_errs_sort(&fe);
 	return r;
 }
@@ -717,7 +721,9 @@ int policy_describe(const struct policy *p, char *buf, size_t len)
 	sb_range(&sb, "Slice", &p->slice_ns, format_slice, &first);
 	if (first)
 		sb_printf(&sb, "none");
-	if (p->weights_floor)
+	if (p->weights_floor && p->weights_floor_io)
 		sb_printf(&sb, "; weights at their floor while a latency-critical service serves");
+	else if (p->weights_floor)
+		sb_printf(&sb, "; CPU weight at its floor while a latency-critical service serves");
 	return sb.off;
 }

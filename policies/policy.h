@@ -47,7 +47,8 @@ struct policy {
 	/* [Limits] */
 	struct policy_range cpu_quota, cpu_weight, io_weight, cpu_freq_khz;
 	struct policy_range slice_ns; /* Slice=, latency-critical only */
-	bool weights_floor;           /* Weights=floor (the default with a weight), best-effort only */
+	bool weights_floor;           /* its CPU weight held at the floor: Weights=floor, the default */
+	bool weights_floor_io;        /* its I/O weight too: only with Weights=floor written */
 };
 
 struct policy_set {

@@ -1131,7 +1131,7 @@ static void test_weights_floor(void **state)
 {
 	struct fx *f = *state;
 
-	f->pol[1].weights_floor = true;
+	f->pol[1].weights_floor = f->pol[1].weights_floor_io = true; /* Weights=floor written */
 	f->pol[1].io_weight = range(10, 100);
 	f->in[1].knob[KNOB_IO_WEIGHT] = 100;
 	start(f);
@@ -1171,6 +1171,25 @@ static void test_weights_floor(void **state)
 	f->now += SEC / 2;
 	assert_int_equal(run_tick(f), 2);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10 && f->in[1].knob[KNOB_IO_WEIGHT] == 10);
+}
+
+/*
+ * The default (no Weights= line): the CPU weight at its floor, the I/O
+ * weight left where it is in slack (reactive: cut only on a violation).
+ */
+static void test_weights_floor_default(void **state)
+{
+	struct fx *f = *state;
+
+	f->pol[1].weights_floor = true;
+	f->pol[1].io_weight = range(10, 100);
+	f->in[1].knob[KNOB_IO_WEIGHT] = 100;
+	start(f);
+	assert_int_equal(window(f, 0.3, 1000, NULL), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10 && f->in[1].knob[KNOB_IO_WEIGHT] == 100);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(window(f, 0.3, 1000, NULL), 0);
+	assert_true(f->in[1].knob[KNOB_IO_WEIGHT] == 100);
 }
 
 /* An idle best-effort service's quota (under 0.5% of a CPU used) is left alone. */
@@ -1346,6 +1365,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slice_given_back_last, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_give_back_that_hurt_backs_off, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_weights_floor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_weights_floor_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_quota_left_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_not_the_cause, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_best_effort_share, setup, teardown),

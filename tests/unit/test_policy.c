@@ -71,15 +71,15 @@ static const struct file_case file_cases[] = {
 	  .files = { { "web.policy", LC_HEAD LC_OBJ "[Limits]\nCPUWeight=100..1000\nSlice=0.3ms\n" } },
 	  .summary = { "web: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); "
 		       "limits: CPUWeight 100..1000, Slice 300us" } },
-	{ "Weights=: floor when asked and by default with a weight; reactive when asked; none without a weight",
+	{ "Weights=: floor when asked; the CPU weight's by default; reactive when asked; none without a weight",
 	  .files = { { "batch.policy", BE_HEAD "[Limits]\nCPUWeight=1..100\nWeights=floor\n" },
-		     { "dflt.policy", "[Service]\nCgroup=be/d\nClass=best-effort\n[Limits]\nIOWeight=10..100\n" },
+		     { "dflt.policy", "[Service]\nCgroup=be/d\nClass=best-effort\n[Limits]\nCPUWeight=1..100\nIOWeight=10..100\n" },
 		     { "quota.policy", "[Service]\nCgroup=be/q\nClass=best-effort\n[Limits]\nCPUQuota=10%..max\n" },
 		     { "react.policy", "[Service]\nCgroup=be/r\nClass=best-effort\n[Limits]\nCPUWeight=1..100\nWeights=reactive\n" } },
 	  .summary = { "batch: best-effort /be.slice/batch.service; limits: CPUWeight 1..100; "
 		       "weights at their floor while a latency-critical service serves",
-		       "dflt: best-effort /be/d; limits: IOWeight 10..100; "
-		       "weights at their floor while a latency-critical service serves",
+		       "dflt: best-effort /be/d; limits: CPUWeight 1..100, IOWeight 10..100; "
+		       "CPU weight at its floor while a latency-critical service serves",
 		       "quota: best-effort /be/q; limits: CPUQuota 10%..max",
 		       "react: best-effort /be/r; limits: CPUWeight 1..100" } },
 	{ "Weights=: a bad value, on a latency-critical service, floor without a weight",
@@ -101,7 +101,7 @@ static const struct file_case file_cases[] = {
 	{ "Unit= instead of Cgroup=",
 	  .files = { { "batch.policy", "[Service]\nUnit=batch@1.service\nClass=best-effort\n[Limits]\nCPUWeight=1..100\n" } },
 	  .summary = { "batch: best-effort unit batch@1.service; limits: CPUWeight 1..100; "
-		       "weights at their floor while a latency-critical service serves" } },
+		       "CPU weight at its floor while a latency-critical service serves" } },
 	{ "defaults: p99, 200 requests, 2 s window, no limits",
 	  .files = { { "web.policy", LC_HEAD LC_OBJ } },
 	  .summary = { "web: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); limits: none" } },
@@ -128,9 +128,8 @@ static const struct file_case file_cases[] = {
 	  .files = { { "a.policy", "[Service]\nCgroup=/x/b\nClass=best-effort\n[Limits]\nCPUWeight=1..10000\n" },
 		     { "b.policy", "[Service]\nCgroup=x/bc\nClass=best-effort\n[Limits]\nIOWeight=10..100\n" } },
 	  .summary = { "a: best-effort /x/b; limits: CPUWeight 1..10000; "
-		       "weights at their floor while a latency-critical service serves",
-		       "b: best-effort /x/bc; limits: IOWeight 10..100; "
-		       "weights at their floor while a latency-critical service serves" } },
+		       "CPU weight at its floor while a latency-critical service serves",
+		       "b: best-effort /x/bc; limits: IOWeight 10..100" } },
 	{ "a directory: *.policy only, in name order, hidden files skipped",
 	  .files = { { "d/z.policy", BE_HEAD "[Limits]\nCPUQuota=1%..100000%\n" },
 		     { "d/a.policy", LC_HEAD LC_OBJ },
