@@ -37,8 +37,8 @@ static __always_inline void *map_lookup_or_insert(void *map, const void *key, co
  * A cgroup's entry in a per-cgroup map, inserted from init when absent;
  * when the map is full, one drop of kind what is counted and NULL returned.
  */
-static __always_inline void *cg_entry(void *map, __u64 cgid, const void *init,
-				      void *drops, __u32 what)
+static __always_inline void *cg_entry(void *map, __u64 cgid, const void *init, void *drops,
+				      __u32 what)
 {
 	void *v = map_lookup_or_insert(map, &cgid, init);
 
@@ -51,8 +51,8 @@ static __always_inline void *cg_entry(void *map, __u64 cgid, const void *init,
  * The same for values too big for the BPF stack: the zeroed template is
  * the only entry of the per-CPU array zero_map, read only on an insert.
  */
-static __always_inline void *cg_entry_big(void *map, __u64 cgid, void *zero_map,
-					  void *drops, __u32 what)
+static __always_inline void *cg_entry_big(void *map, __u64 cgid, void *zero_map, void *drops,
+					  __u32 what)
 {
 	__u32 zero = 0;
 	void *v = bpf_map_lookup_elem(map, &cgid);

@@ -80,13 +80,13 @@ __u64 runq_since = 0;
 
 /* Per-thread state; stamps are 0 = not waiting. */
 struct ct_task {
-	__u64 runq;       /* stamp mode only: woken or preempted at */
-	__u64 futex_ts;   /* asleep in a futex wait since */
-	__u64 lock_ts;    /* inside contention_begin .. contention_end */
+	__u64 runq;	  /* stamp mode only: woken or preempted at */
+	__u64 futex_ts;	  /* asleep in a futex wait since */
+	__u64 lock_ts;	  /* inside contention_begin .. contention_end */
 	__u64 reclaim_ts; /* inside memcg or direct reclaim */
-	__u64 rq_delay;   /* iterator: sched_info.run_delay already charged */
-	__u64 rq_turns;   /* iterator: sched_info.pcount already charged */
-	__u64 rq_known;   /* iterator: the two above are set */
+	__u64 rq_delay;	  /* iterator: sched_info.run_delay already charged */
+	__u64 rq_turns;	  /* iterator: sched_info.pcount already charged */
+	__u64 rq_known;	  /* iterator: the two above are set */
 };
 
 struct {
@@ -214,8 +214,7 @@ static __always_inline struct ct_cg_counters *cg_counters(__u64 cgid)
 
 static __always_inline struct ct_cg_hists *cg_hists(__u64 cgid)
 {
-	return cg_entry_big(&ct_cg_hists, cgid, &ct_zero_hists, &ct_drops,
-			    CT_DROP_CGROUP_FULL);
+	return cg_entry_big(&ct_cg_hists, cgid, &ct_zero_hists, &ct_drops, CT_DROP_CGROUP_FULL);
 }
 
 /* The span from a stamp to now, or 0 (and counted) when it is not sane. */
@@ -245,8 +244,7 @@ static __always_inline struct ct_task *stamps(struct task_struct *t, bool create
 {
 	struct ct_task *s;
 
-	s = bpf_task_storage_get(&ct_tasks, t, NULL,
-				 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	s = bpf_task_storage_get(&ct_tasks, t, NULL, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 	if (!s && create)
 		drop(CT_DROP_STAMP_FULL);
 	return s;
@@ -500,8 +498,8 @@ static __always_inline void futex_resume(struct task_struct *next, __u64 runq)
  * (pid 0) neither waits nor is charged.
  */
 SEC("tp_btf/sched_switch")
-int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev,
-	     struct task_struct *next, unsigned int prev_state)
+int BPF_PROG(ct_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
 {
 	bool runnable = preempt || prev_state == TASK_RUNNING;
 	struct ct_task *s;
@@ -611,8 +609,7 @@ int BPF_PROG(ct_block_rq_issue, struct request *rq)
  * counts in the latency histogram.
  */
 SEC("tp_btf/block_rq_complete")
-int BPF_PROG(ct_block_rq_complete, struct request *rq, blk_status_t error,
-	     unsigned int nr_bytes)
+int BPF_PROG(ct_block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
 {
 	__u64 key = (__u64)rq, now, d;
 	struct ct_cg_counters *c;
@@ -682,11 +679,19 @@ static __always_inline void vfs_exit(struct pt_regs *regs, long nr, long ret)
 	__u64 rd = 0, wr = 0;
 
 	switch (nr) {
-	case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
+	case NR_read:
+	case NR_pread64:
+	case NR_readv:
+	case NR_preadv:
+	case NR_preadv2:
 		if (fd_is_regular(regs->di))
 			rd = ret;
 		break;
-	case NR_write: case NR_pwrite64: case NR_writev: case NR_pwritev: case NR_pwritev2:
+	case NR_write:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_pwritev:
+	case NR_pwritev2:
 		if (fd_is_regular(regs->di))
 			wr = ret;
 		break;
@@ -696,7 +701,8 @@ static __always_inline void vfs_exit(struct pt_regs *regs, long nr, long ret)
 		if (fd_is_regular(regs->di))
 			wr = ret;
 		break;
-	case NR_splice: case NR_copy_file_range: /* (fd_in, off_in, fd_out, ...) */
+	case NR_splice:
+	case NR_copy_file_range: /* (fd_in, off_in, fd_out, ...) */
 		if (fd_is_regular(regs->di))
 			rd = ret;
 		if (fd_is_regular(regs->dx))
@@ -859,8 +865,7 @@ int BPF_PROG(ct_lock_end, void *lock, int ret)
 
 /* In the faulting thread's context, once per user page fault (x86). */
 SEC("tp_btf/page_fault_user")
-int BPF_PROG(ct_page_fault, unsigned long address, struct pt_regs *regs,
-	     unsigned long error_code)
+int BPF_PROG(ct_page_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
 {
 	struct ct_cg_counters *c = cg_counters(bpf_get_current_cgroup_id());
 

@@ -13,7 +13,7 @@
 enum ct_drop {
 	CT_DROP_CGROUP_FULL, /* cgroup table full: the event is not counted */
 	CT_DROP_STAMP_FULL,  /* no room for a per-thread or per-request stamp */
-	CT_DROP_ABSURD,      /* a wait longer than max_wait_ns: never reported */
+	CT_DROP_ABSURD,	     /* a wait longer than max_wait_ns: never reported */
 	CT_DROP_MAX,
 };
 
@@ -23,18 +23,18 @@ enum ct_drop {
  * cumulative; user space sums the CPUs and diffs two reads.
  */
 struct ct_cg_counters {
-	__u64 io_read_bytes;    /* block requests issued by this cgroup */
+	__u64 io_read_bytes; /* block requests issued by this cgroup */
 	__u64 io_write_bytes;
 	__u64 io_requests;
-	__u64 vfs_read_bytes;   /* read(2) & co. on regular files */
+	__u64 vfs_read_bytes; /* read(2) & co. on regular files */
 	__u64 vfs_write_bytes;
-	__u64 futex_wait_ns;    /* FUTEX_WAIT* and futex_wait(v) time in the syscall */
+	__u64 futex_wait_ns; /* FUTEX_WAIT* and futex_wait(v) time in the syscall */
 	__u64 futex_waits;
-	__u64 lock_ns;          /* contention_begin -> contention_end (spinning waits sampled) */
-	__u64 page_faults;      /* user page faults */
-	__u64 reclaim_ns;       /* memcg and direct reclaim */
+	__u64 lock_ns;	   /* contention_begin -> contention_end (spinning waits sampled) */
+	__u64 page_faults; /* user page faults */
+	__u64 reclaim_ns;  /* memcg and direct reclaim */
 	__u64 tcp_retransmits;
-	__u64 srtt_sum_us;      /* sum of sampled smoothed RTTs */
+	__u64 srtt_sum_us; /* sum of sampled smoothed RTTs */
 	__u64 srtt_samples;
 };
 
@@ -49,8 +49,8 @@ struct ct_cg_counters {
  * (hist_diff).
  */
 struct ct_cg_runq {
-	__u64 runq_ns;              /* runnable, waiting for a CPU */
-	__u32 hist[HIST_BUCKETS];   /* the same waits, ns */
+	__u64 runq_ns;		  /* runnable, waiting for a CPU */
+	__u32 hist[HIST_BUCKETS]; /* the same waits, ns */
 };
 
 /*
@@ -58,7 +58,7 @@ struct ct_cg_runq {
  * (block requests are far rarer than context switches).
  */
 struct ct_cg_hists {
-	__u32 io[HIST_BUCKETS];   /* block request submit -> complete, ns */
+	__u32 io[HIST_BUCKETS]; /* block request submit -> complete, ns */
 };
 
 #endif

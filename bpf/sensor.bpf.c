@@ -76,11 +76,11 @@ const volatile bool arrival_stamps = false;
 #define FLUSH_NS 100000000ULL
 
 enum phase {
-	PH_IDLE = 0,	/* server: no request being read or answered; client: nothing sent */
-	PH_RECV = 2,	/* server: request being read */
-	PH_REPLY = 3,	/* server: reply being sent (span open) */
-	PH_REQ = 4,	/* client: request sent, awaiting the reply */
-	PH_RESP = 5,	/* client: reply arriving */
+	PH_IDLE = 0,  /* server: no request being read or answered; client: nothing sent */
+	PH_RECV = 2,  /* server: request being read */
+	PH_REPLY = 3, /* server: reply being sent (span open) */
+	PH_REQ = 4,   /* client: request sent, awaiting the reply */
+	PH_RESP = 5,  /* client: reply arriving */
 };
 
 /*
@@ -102,18 +102,20 @@ struct conn {
 	__u64 start_ns;	    /* request arrival (server) or first send (client) */
 	__u64 last_send_ns; /* when the last send of the current reply returned (server) */
 	__u64 flushed_ns;   /* when the byte counts were last added to the cgroup's */
-	__u32 pend_in;	    /* bytes not yet added to the cgroup's counters (< 64 KiB + one call's) */
+	__u32 pend_in; /* bytes not yet added to the cgroup's counters (< 64 KiB + one call's) */
 	__u32 pend_out;
-	__u32 copied_seq;   /* tcp copied_seq at the last read (bytes in, arrival mode) */
-	__u16 lag[2];	    /* ns from a send's transmit to its return (send_end): a reply's first, later */
-	__u16 bucket;	    /* latency bucket the open reply is counted in */
-	__u16 hslot;	    /* the cgroup's histogram slot + 1, 0 = none yet (conn_hists) */
+	__u32 copied_seq; /* tcp copied_seq at the last read (bytes in, arrival mode) */
+	__u16 lag
+		[2]; /* ns from a send's transmit to its return (send_end): a reply's first, later */
+	__u16 bucket; /* latency bucket the open reply is counted in */
+	__u16 hslot;  /* the cgroup's histogram slot + 1, 0 = none yet (conn_hists) */
 	__u8 phase;
 	__u8 dir;
-	__u8 sends;	    /* sends before the lag is sampled again */
-	__u64 mark_ns;	    /* server: the request's first read (PH_RECV), its reply's first send's end (PH_REPLY) */
+	__u8 sends; /* sends before the lag is sampled again */
+	__u64 mark_ns; /* server: the request's first read (PH_RECV), its reply's first send's end (PH_REPLY) */
 };
-_Static_assert(sizeof(struct conn) == 64, "56 bytes in one line with the map pointer, mark_ns in the next");
+_Static_assert(sizeof(struct conn) == 64,
+	       "56 bytes in one line with the map pointer, mark_ns in the next");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -158,7 +160,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1024);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u64); /* cgroup2 id */
+	__type(key, __u64);   /* cgroup2 id */
 	__type(value, __u32); /* its slot in tw_cg_hists */
 } tw_cg_slots SEC(".maps");
 
@@ -358,13 +360,12 @@ static __always_inline bool is_tcp(const struct sock *sk)
 {
 	__u16 family = sk->__sk_common.skc_family;
 
-	return (family == AF_INET || family == AF_INET6) &&
-	       sk->sk_protocol == IPPROTO_TCP;
+	return (family == AF_INET || family == AF_INET6) && sk->sk_protocol == IPPROTO_TCP;
 }
 
 /* The connection's state, created if need be, with its direction if new. */
 static __always_inline struct conn *conn_get_sk(struct sock *sk, const struct tcp_sock *tp,
-					       __u8 dir)
+						__u8 dir)
 {
 	struct conn *c;
 
@@ -829,8 +830,7 @@ static __always_inline int set_state(const struct sock *sk, int oldstate, int ne
 
 	if (sk->sk_protocol != IPPROTO_TCP)
 		return 0;
-	if (newstate == TCP_ESTABLISHED &&
-	    (oldstate == TCP_SYN_RECV || oldstate == TCP_SYN_SENT)) {
+	if (newstate == TCP_ESTABLISHED && (oldstate == TCP_SYN_RECV || oldstate == TCP_SYN_SENT)) {
 		__u8 dir = oldstate == TCP_SYN_RECV ? TW_DIR_SERVER : TW_DIR_CLIENT;
 
 		/* Client connections of the socket modes need no state (conn_of). */
@@ -839,10 +839,10 @@ static __always_inline int set_state(const struct sock *sk, int oldstate, int ne
 		tp = tcp_of(sk, how);
 		if (!tp)
 			return 0;
-		c = conns_by_addr ? conn_get_addr(key, dir) :
-				    conn_get_sk(s, tp, dir);
+		c = conns_by_addr ? conn_get_addr(key, dir) : conn_get_sk(s, tp, dir);
 		if (c)
-			*c = (struct conn){ .dir = dir, .flushed_ns = bpf_ktime_get_ns(),
+			*c = (struct conn){ .dir = dir,
+					    .flushed_ns = bpf_ktime_get_ns(),
 					    .copied_seq = sock_copied(tp) };
 		return 0;
 	}
@@ -921,10 +921,17 @@ int BPF_PROG(tw_sys_exit, struct pt_regs *regs, long ret)
 	if (ret <= 0)
 		return 0;
 	switch (nr) {
-	case NR_read: case NR_readv: case NR_recvfrom: case NR_recvmsg:
+	case NR_read:
+	case NR_readv:
+	case NR_recvfrom:
+	case NR_recvmsg:
 		in = true;
 		break;
-	case NR_write: case NR_writev: case NR_sendto: case NR_sendmsg: case NR_sendfile:
+	case NR_write:
+	case NR_writev:
+	case NR_sendto:
+	case NR_sendmsg:
+	case NR_sendfile:
 		in = false;
 		break;
 	default:

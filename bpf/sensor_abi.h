@@ -48,7 +48,7 @@ enum tw_drop {
  * over CPUs means anything.
  */
 struct tw_cg_counters {
-	__u64 bytes_in;     /* received on server-side connections */
+	__u64 bytes_in;	    /* received on server-side connections */
 	__u64 bytes_out;    /* sent on server-side connections */
 	__s64 conns_open;   /* server-side connections attributed here */
 	__u64 out_bytes_in; /* on client-side connections */
@@ -71,16 +71,16 @@ struct tw_cg_counters {
  * zeroing the slot). cgid says whose a slot is, 0 when free.
  */
 struct tw_cg_hists {
-	__u64 cgid;         /* the cgroup2 id this slot belongs to, 0 = free */
+	__u64 cgid; /* the cgroup2 id this slot belongs to, 0 = free */
 	/*
 	 * Served requests (reply starts) have no counter of their own: each
 	 * adds 1 to a bucket of ttfb, which never moves, so they are the sum
 	 * of its buckets. One atomic add less per request, to pay for the
 	 * phases'.
 	 */
-	__u64 out_requests; /* outbound (client-side) request/reply pairs */
-	__u32 latency[HIST_BUCKETS]; /* arrival -> last send of the reply */
-	__u32 ttfb[HIST_BUCKETS];    /* arrival -> first send of the reply */
+	__u64 out_requests;	      /* outbound (client-side) request/reply pairs */
+	__u32 latency[HIST_BUCKETS];  /* arrival -> last send of the reply */
+	__u32 ttfb[HIST_BUCKETS];     /* arrival -> first send of the reply */
 	__u32 outbound[HIST_BUCKETS]; /* our request's first send -> reply arrival */
 	/*
 	 * Each phase's histogram. The sending phase's bucket 0 (a reply of one
@@ -97,7 +97,7 @@ struct tw_cg_hists {
  * each request add up to its span, so their sums add up to span_ns.
  */
 struct tw_cg_sums {
-	__u64 span_ns;             /* the served requests' spans (ns) */
+	__u64 span_ns;		   /* the served requests' spans (ns) */
 	__u64 phase_ns[TW_PHASES]; /* their phases (ns) */
 };
 

@@ -14,7 +14,6 @@
 #include "policies/config.h"
 #include "policies/policy.h"
 
-
 static void help(void)
 {
 	printf("Usage: tailwarden check [PATH]...\n\n"
@@ -47,8 +46,8 @@ static bool is_config(const char *path)
 }
 
 struct check {
-	const char *config;     /* NULL: none named */
-	char **policies;        /* the policy PATHs */
+	const char *config; /* NULL: none named */
+	char **policies;    /* the policy PATHs */
 	size_t npolicies;
 	struct tw_config *cfg;
 	struct policy_set *set;

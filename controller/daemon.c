@@ -17,8 +17,8 @@
 
 struct daemon_watchdog {
 	sd_event_source *src;
-	uint64_t interval;   /* $WATCHDOG_USEC */
-	uint64_t max_age;    /* a tick older than this: no ping */
+	uint64_t interval; /* $WATCHDOG_USEC */
+	uint64_t max_age;  /* a tick older than this: no ping */
 	uint64_t last_tick;
 	bool stale_logged;
 };
@@ -33,8 +33,9 @@ static int on_watchdog(sd_event_source *src, uint64_t usec, void *userdata)
 		w->stale_logged = false;
 	} else if (!w->stale_logged) {
 		w->stale_logged = true;
-		log_error("the control loop has not completed a tick for %.1f s; not feeding the watchdog",
-			  (usec - w->last_tick) / 1e6);
+		log_error(
+			"the control loop has not completed a tick for %.1f s; not feeding the watchdog",
+			(usec - w->last_tick) / 1e6);
 	}
 	if (sd_event_source_set_time(src, usec + w->interval / 4) < 0)
 		return 0;
@@ -57,14 +58,16 @@ int daemon_watchdog_new(sd_event *e, uint64_t period_usec, struct daemon_watchdo
 	w->max_age = period_usec + usec / 2;
 	sd_event_now(e, CLOCK_MONOTONIC, &now);
 	w->last_tick = now;
-	r = sd_event_add_time(e, &w->src, CLOCK_MONOTONIC, now + usec / 4, usec / 20, on_watchdog, w);
+	r = sd_event_add_time(e, &w->src, CLOCK_MONOTONIC, now + usec / 4, usec / 20, on_watchdog,
+			      w);
 	if (r < 0) {
 		free(w);
 		return r;
 	}
 	if (period_usec > usec / 2)
-		log_warning("Period= (%.1f s) is longer than half of WatchdogSec= (%.1f s): a stalled loop is caught only after %.1f s",
-			    period_usec / 1e6, usec / 1e6, (w->max_age + usec) / 1e6);
+		log_warning(
+			"Period= (%.1f s) is longer than half of WatchdogSec= (%.1f s): a stalled loop is caught only after %.1f s",
+			period_usec / 1e6, usec / 1e6, (w->max_age + usec) / 1e6);
 	*out = w;
 	return 0;
 }
@@ -104,9 +107,11 @@ void daemon_log_errors(const struct policy_errors *errs)
 		return;
 	}
 	for (size_t i = 0; i < policy_errors_shown(errs); i++)
-		fprintf(stderr, SD_ERR "%s:%u: %s\n", errs->v[i].file, errs->v[i].line, errs->v[i].msg);
+		fprintf(stderr, SD_ERR "%s:%u: %s\n", errs->v[i].file, errs->v[i].line,
+			errs->v[i].msg);
 	if (errs->n > policy_errors_shown(errs))
-		fprintf(stderr, SD_ERR "%zu more errors not shown\n", errs->n - policy_errors_shown(errs));
+		fprintf(stderr, SD_ERR "%zu more errors not shown\n",
+			errs->n - policy_errors_shown(errs));
 }
 
 void daemon_test_stall(uint64_t ticks_done)
@@ -118,8 +123,9 @@ void daemon_test_stall(uint64_t ticks_done)
 		e = getenv("TAILWARDEN_TEST_STALL_AFTER_TICKS");
 		after = e ? atoll(e) : -1;
 		if (after >= 0)
-			log_warning("test fault injection: the control loop will hang after %lld tick(s) (TAILWARDEN_TEST_STALL_AFTER_TICKS)",
-				    after);
+			log_warning(
+				"test fault injection: the control loop will hang after %lld tick(s) (TAILWARDEN_TEST_STALL_AFTER_TICKS)",
+				after);
 	}
 	if (after < 0 || (long long)ticks_done < after)
 		return;

@@ -23,17 +23,17 @@
 
 struct decisions {
 	char *path;
-	char *rotated;          /* path.1 */
-	uint64_t max_size;      /* 0: no limit */
-	int fd;                 /* -1 while it could not be opened */
-	bool regular;           /* only a regular file is rotated */
-	uint64_t size;          /* bytes in the current file */
-	uint64_t lost;          /* lines lost since open */
-	bool failing;           /* the last attempt failed */
-	uint64_t retry_usec;    /* no attempt before this while failing */
-	uint64_t backoff_usec;  /* the wait after the next failed attempt */
-	uint64_t lost_said;     /* lost, when last said */
-	uint64_t said_usec;     /* when lost lines were last said */
+	char *rotated;	       /* path.1 */
+	uint64_t max_size;     /* 0: no limit */
+	int fd;		       /* -1 while it could not be opened */
+	bool regular;	       /* only a regular file is rotated */
+	uint64_t size;	       /* bytes in the current file */
+	uint64_t lost;	       /* lines lost since open */
+	bool failing;	       /* the last attempt failed */
+	uint64_t retry_usec;   /* no attempt before this while failing */
+	uint64_t backoff_usec; /* the wait after the next failed attempt */
+	uint64_t lost_said;    /* lost, when last said */
+	uint64_t said_usec;    /* when lost lines were last said */
 };
 
 static void file_close(struct decisions *d)
@@ -138,14 +138,18 @@ static void failed(struct decisions *d, int err, uint64_t now_usec)
 		d->failing = true;
 		d->said_usec = now_usec;
 		d->lost_said = d->lost;
-		log_warning_errno(err, "Failed to write the decision log %s: %m; decisions go unlogged, trying again in %llu s",
-				  d->path, (unsigned long long)(d->backoff_usec / 1000000ULL));
+		log_warning_errno(
+			err,
+			"Failed to write the decision log %s: %m; decisions go unlogged, trying again in %llu s",
+			d->path, (unsigned long long)(d->backoff_usec / 1000000ULL));
 	} else if (now_usec >= d->said_usec + LOST_LOG_USEC && d->lost > d->lost_said) {
 		d->said_usec = now_usec;
 		d->lost_said = d->lost;
-		log_warning_errno(err, "Failed to write the decision log %s: %m; %llu line(s) lost so far, trying again in %llu s",
-				  d->path, (unsigned long long)d->lost,
-				  (unsigned long long)(d->backoff_usec / 1000000ULL));
+		log_warning_errno(
+			err,
+			"Failed to write the decision log %s: %m; %llu line(s) lost so far, trying again in %llu s",
+			d->path, (unsigned long long)d->lost,
+			(unsigned long long)(d->backoff_usec / 1000000ULL));
 	}
 	d->retry_usec = now_usec + d->backoff_usec;
 	d->backoff_usec *= 2;
@@ -198,8 +202,10 @@ int decisions_reopen(struct decisions *d, uint64_t now_usec)
 	int r = file_open(d);
 
 	if (r) {
-		log_warning_errno(r, "Failed to reopen the decision log %s: %m; trying again with the next decision",
-				  d->path);
+		log_warning_errno(
+			r,
+			"Failed to reopen the decision log %s: %m; trying again with the next decision",
+			d->path);
 		/* The next line tries at once, then backs off as after a failed write. */
 		if (!d->failing) {
 			d->failing = true;

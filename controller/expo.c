@@ -13,8 +13,8 @@
 #include "controller/expo.h"
 
 const double expo_latency_le_s[] = {
-	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
-	0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+	0.05,	 0.1,	 0.25,	  0.5,	  1,	 2.5,	 5,	10,
 };
 const size_t expo_latency_n_le = sizeof(expo_latency_le_s) / sizeof(*expo_latency_le_s);
 
@@ -126,7 +126,8 @@ static void phase_histograms(FILE *f, const struct report *r)
 			total = report_fold(&s->c.phase[p], le_ns, expo_latency_n_le, cum);
 			for (size_t j = 0; j < expo_latency_n_le; j++) {
 				snprintf(le, sizeof(le), "%s,le=\"%g\"", lbl, expo_latency_le_s[j]);
-				svc_labels(f, "tailwarden_request_phase_duration_seconds_bucket", s, le);
+				svc_labels(f, "tailwarden_request_phase_duration_seconds_bucket", s,
+					   le);
 				fprintf(f, " %llu\n", (unsigned long long)cum[j]);
 			}
 			snprintf(le, sizeof(le), "%s,le=\"+Inf\"", lbl);
@@ -145,17 +146,30 @@ static const struct {
 	const char *name, *type, *help;
 	size_t off;
 } cont_metrics[] = {
-#define C(n, t, field, h) { n, t, h, offsetof(struct report_counters, field) }
-	C("tailwarden_cpu_runqueue_wait_seconds_total", "counter", runq_s, "Time the cgroup's threads waited on a run queue."),
-	C("tailwarden_cpu_usage_seconds_total", "counter", cpu_usage_s, "CPU time the cgroup used."),
-	C("tailwarden_cpu_throttled_seconds_total", "counter", cpu_throttled_s, "Time the cgroup was throttled by its CPU quota."),
-	C("tailwarden_io_read_bytes_total", "counter", io_read_bytes, "Bytes read from block devices by the cgroup."),
-	C("tailwarden_io_write_bytes_total", "counter", io_write_bytes, "Bytes written to block devices by the cgroup."),
-	C("tailwarden_futex_wait_seconds_total", "counter", futex_wait_s, "Time the cgroup's threads waited in futex()."),
-	C("tailwarden_lock_contention_seconds_total", "counter", lock_contention_s, "Time the cgroup's threads waited on contended kernel locks."),
-	C("tailwarden_page_faults_total", "counter", page_faults, "User page faults of the cgroup."),
-	C("tailwarden_memory_reclaim_seconds_total", "counter", reclaim_s, "Time the cgroup spent in memory reclaim."),
-	C("tailwarden_tcp_retransmits_total", "counter", tcp_retransmits, "TCP retransmissions of the cgroup's sockets."),
+#define C(n, t, field, h)                                        \
+	{                                                        \
+		n, t, h, offsetof(struct report_counters, field) \
+	}
+	C("tailwarden_cpu_runqueue_wait_seconds_total", "counter", runq_s,
+	  "Time the cgroup's threads waited on a run queue."),
+	C("tailwarden_cpu_usage_seconds_total", "counter", cpu_usage_s,
+	  "CPU time the cgroup used."),
+	C("tailwarden_cpu_throttled_seconds_total", "counter", cpu_throttled_s,
+	  "Time the cgroup was throttled by its CPU quota."),
+	C("tailwarden_io_read_bytes_total", "counter", io_read_bytes,
+	  "Bytes read from block devices by the cgroup."),
+	C("tailwarden_io_write_bytes_total", "counter", io_write_bytes,
+	  "Bytes written to block devices by the cgroup."),
+	C("tailwarden_futex_wait_seconds_total", "counter", futex_wait_s,
+	  "Time the cgroup's threads waited in futex()."),
+	C("tailwarden_lock_contention_seconds_total", "counter", lock_contention_s,
+	  "Time the cgroup's threads waited on contended kernel locks."),
+	C("tailwarden_page_faults_total", "counter", page_faults,
+	  "User page faults of the cgroup."),
+	C("tailwarden_memory_reclaim_seconds_total", "counter", reclaim_s,
+	  "Time the cgroup spent in memory reclaim."),
+	C("tailwarden_tcp_retransmits_total", "counter", tcp_retransmits,
+	  "TCP retransmissions of the cgroup's sockets."),
 #undef C
 };
 
@@ -222,25 +236,29 @@ static void per_service(FILE *f, const struct report *r, const char *name, const
 
 static void objectives(FILE *f, const struct report *r)
 {
-	per_service(f, r, "tailwarden_objective_seconds", "gauge",
-		    "A latency-critical service's objective: its percentile must stay at or under this.",
-		    offsetof(struct report_service, target_s));
+	per_service(
+		f, r, "tailwarden_objective_seconds", "gauge",
+		"A latency-critical service's objective: its percentile must stay at or under this.",
+		offsetof(struct report_service, target_s));
 	per_service(f, r, "tailwarden_objective_quantile", "gauge",
 		    "The percentile of the objective (0.99 for p99).",
 		    offsetof(struct report_service, percentile));
 	per_service(f, r, "tailwarden_latency_seconds", "gauge",
 		    "The objective's percentile over the service's last complete window.",
 		    offsetof(struct report_service, pct_s));
-	per_service(f, r, "tailwarden_slack_ratio", "gauge",
-		    "1 - latency/objective over the last window: below 0 the objective is violated.",
-		    offsetof(struct report_service, slack));
+	per_service(
+		f, r, "tailwarden_slack_ratio", "gauge",
+		"1 - latency/objective over the last window: below 0 the objective is violated.",
+		offsetof(struct report_service, slack));
 }
 
 static void knobs(FILE *f, const struct report *r)
 {
 	static const char *const fam[][3] = {
-		{ "tailwarden_knob_value", "gauge", "A knob's value now (cpu.max as a fraction of one CPU, +Inf for no limit; cpufreq in Hz; sched.slice in seconds, 0 for the threads' own)." },
-		{ "tailwarden_knob_ours", "gauge", "1 when the knob holds a value tailwarden set." },
+		{ "tailwarden_knob_value", "gauge",
+		  "A knob's value now (cpu.max as a fraction of one CPU, +Inf for no limit; cpufreq in Hz; sched.slice in seconds, 0 for the threads' own)." },
+		{ "tailwarden_knob_ours", "gauge",
+		  "1 when the knob holds a value tailwarden set." },
 	};
 	char extra[64];
 
@@ -280,7 +298,8 @@ static void actions(FILE *f, const struct report *r)
 			fputs("tailwarden_actions_total{service=", f);
 			expo_label_value(f, s->name);
 			fprintf(f, ",knob=\"%s\",dry_run=\"%s\"} %llu\n", action_knob_name(k),
-				r->dry_run ? "true" : "false", (unsigned long long)s->knobs[k].actions);
+				r->dry_run ? "true" : "false",
+				(unsigned long long)s->knobs[k].actions);
 		}
 	}
 }
@@ -304,14 +323,17 @@ static void tables(FILE *f, const struct report *r)
 	       "Events a sensor could not count (a full table, an impossible span).");
 	for (size_t i = 0; i < sizeof(d) / sizeof(*d); i++)
 		if (d[i].on)
-			fprintf(f, "tailwarden_sensor_drops_total{sensor=\"%s\",reason=\"%s\"} %llu\n",
+			fprintf(f,
+				"tailwarden_sensor_drops_total{sensor=\"%s\",reason=\"%s\"} %llu\n",
 				d[i].sensor, d[i].reason, (unsigned long long)d[i].v);
 	family(f, "tailwarden_map_entries", "gauge", "Entries in a sensor's per-cgroup BPF map.");
 	for (size_t i = 0; i < nmaps; i++)
-		fprintf(f, "tailwarden_map_entries{map=\"%s\"} %zu\n", r->maps[i].name, r->maps[i].entries);
+		fprintf(f, "tailwarden_map_entries{map=\"%s\"} %zu\n", r->maps[i].name,
+			r->maps[i].entries);
 	family(f, "tailwarden_map_capacity", "gauge", "Capacity of a sensor's per-cgroup BPF map.");
 	for (size_t i = 0; i < nmaps; i++)
-		fprintf(f, "tailwarden_map_capacity{map=\"%s\"} %zu\n", r->maps[i].name, r->maps[i].capacity);
+		fprintf(f, "tailwarden_map_capacity{map=\"%s\"} %zu\n", r->maps[i].name,
+			r->maps[i].capacity);
 	family(f, "tailwarden_map_entries_freed_total", "counter",
 	       "Map entries of removed cgroups freed.");
 	fprintf(f, "tailwarden_map_entries_freed_total %llu\n", (unsigned long long)r->freed);
@@ -323,7 +345,8 @@ static void health(FILE *f, const struct report *r, const char *version)
 	fputs("tailwarden_build_info{version=", f);
 	expo_label_value(f, version);
 	fputs("} 1\n", f);
-	family(f, "tailwarden_dry_run", "gauge", "1 when decisions are only logged, nothing written.");
+	family(f, "tailwarden_dry_run", "gauge",
+	       "1 when decisions are only logged, nothing written.");
 	fprintf(f, "tailwarden_dry_run %d\n", r->dry_run);
 	family(f, "tailwarden_period_seconds", "gauge", "The control loop's period.");
 	fputs("tailwarden_period_seconds", f);
@@ -331,15 +354,18 @@ static void health(FILE *f, const struct report *r, const char *version)
 	family(f, "tailwarden_start_time_seconds", "gauge", "When the daemon started, unix time.");
 	fputs("tailwarden_start_time_seconds", f);
 	value(f, r->started);
-	family(f, "tailwarden_tick_duration_seconds", "gauge", "How long the last control tick took.");
+	family(f, "tailwarden_tick_duration_seconds", "gauge",
+	       "How long the last control tick took.");
 	fputs("tailwarden_tick_duration_seconds", f);
 	value(f, r->tick_duration_s);
-	family(f, "tailwarden_last_tick_timestamp_seconds", "gauge", "When the last control tick completed, unix time.");
+	family(f, "tailwarden_last_tick_timestamp_seconds", "gauge",
+	       "When the last control tick completed, unix time.");
 	fputs("tailwarden_last_tick_timestamp_seconds", f);
 	value(f, r->last_tick);
 	family(f, "tailwarden_ticks_total", "counter", "Control ticks completed.");
 	fprintf(f, "tailwarden_ticks_total %llu\n", (unsigned long long)r->ticks);
-	family(f, "tailwarden_reload_rejected", "gauge", "1 when the last reload (SIGHUP) was rejected and the old policies kept.");
+	family(f, "tailwarden_reload_rejected", "gauge",
+	       "1 when the last reload (SIGHUP) was rejected and the old policies kept.");
 	fprintf(f, "tailwarden_reload_rejected %d\n", *r->reload_error != '\0');
 	family(f, "tailwarden_decision_log_lost_lines_total", "counter",
 	       "Decision log lines lost because the file could not be written.");

@@ -23,10 +23,10 @@
 #include "sensing/sensor.h"
 
 struct feed {
-	struct qos_sample window;  /* ticks of the current window, merged */
-	unsigned ticks;            /* in it so far; 0 between windows */
-	unsigned window_ticks;     /* ticks per window */
-	uint64_t window_index;     /* tick index / window_ticks of the current window */
+	struct qos_sample window; /* ticks of the current window, merged */
+	unsigned ticks;		  /* in it so far; 0 between windows */
+	unsigned window_ticks;	  /* ticks per window */
+	uint64_t window_index;	  /* tick index / window_ticks of the current window */
 	struct diag_state *diag;
 	struct diagnosis last_diag;
 	bool have_diag;

@@ -91,7 +91,8 @@ static void bus_connect(struct manager *m, uint64_t now_usec)
 		return;
 	r = unit_link_connect(&m->link, m->cfg->bus, now_usec, BUS_RETRY_USEC);
 	if (r < 0 && first)
-		log_error("Unit= policies cannot be followed: %s; policies with Cgroup= still run", m->link.why);
+		log_error("Unit= policies cannot be followed: %s; policies with Cgroup= still run",
+			  m->link.why);
 	else if (r > 0)
 		log_info("Unit= policies follow systemd on the %s (%s)", unit_bus_name(m->link.bus),
 			 unit_bus_address(m->link.bus));
@@ -112,7 +113,8 @@ static int locate(struct manager *m, struct service_rt *s, char *rel, uint64_t *
 
 		r = unit_link_get(&m->link, s->sv.p->unit, &s->up);
 		if (r == -ENOTCONN && had)
-			log_warning("%s; trying again every %llu s", m->link.why, BUS_RETRY_USEC / 1000000ULL);
+			log_warning("%s; trying again every %llu s", m->link.why,
+				    BUS_RETRY_USEC / 1000000ULL);
 		if (r)
 			return r;
 		if (!*s->up.cgroup)
@@ -141,15 +143,17 @@ static void service_absent(struct manager *m, struct service_rt *s, int err)
 	} else if (err == -ENOENT) {
 		snprintf(msg, sizeof(msg), "cgroup %s does not exist; waiting for it", name);
 	} else {
-		snprintf(msg, sizeof(msg), "cannot find the cgroup of %s: %s; waiting", name, strerror(-err));
+		snprintf(msg, sizeof(msg), "cannot find the cgroup of %s: %s; waiting", name,
+			 strerror(-err));
 	}
 	if (service_gone(&s->sv)) {
 		/* No writes while it is gone: its knobs go with it. */
 		knobs_free(s->knobs);
 		s->knobs = NULL;
 		snprintf(s->absent, sizeof(s->absent), "%s", msg);
-		log_full(level == LOG_ERR ? level : LOG_NOTICE, "service %s: %s (it was %s, id %llu; holding)",
-			 s->sv.p->name, msg, s->cg, (unsigned long long)s->sv.last_cgid);
+		log_full(level == LOG_ERR ? level : LOG_NOTICE,
+			 "service %s: %s (it was %s, id %llu; holding)", s->sv.p->name, msg, s->cg,
+			 (unsigned long long)s->sv.last_cgid);
 		return;
 	}
 	if (!strcmp(msg, s->absent))
@@ -167,16 +171,17 @@ static void service_absent(struct manager *m, struct service_rt *s, int err)
  * instance's cgroup) and the knobs' originals are recorded anew at the
  * next write.
  */
-static void service_renew(struct manager *m, struct service_rt *s, const char *old_cg, uint64_t old_id,
-			  const char *rel, uint64_t id, int reset)
+static void service_renew(struct manager *m, struct service_rt *s, const char *old_cg,
+			  uint64_t old_id, const char *rel, uint64_t id, int reset)
 {
 	int r = 0;
 
 	if (m->state)
 		r = knob_state_renew(m->state, m->cfg->cgroup_base, old_cg, s->sv.p->unit);
 	if (r < 0)
-		log_warning_errno(r, "service %s: Failed to put back the old instance's knobs: %m, ignoring",
-				  s->sv.p->name);
+		log_warning_errno(
+			r, "service %s: Failed to put back the old instance's knobs: %m, ignoring",
+			s->sv.p->name);
 	memset(s->fail, 0, sizeof(s->fail));
 	memset(s->ctl, 0, sizeof(s->ctl));
 	memset(s->unavail_said, 0, sizeof(s->unavail_said));
@@ -186,9 +191,10 @@ static void service_renew(struct manager *m, struct service_rt *s, const char *o
 	/* A unit's properties may just have been set back: read them again. */
 	if (s->sv.p->unit && m->link.bus)
 		unit_get(m->link.bus, s->sv.p->unit, &s->up);
-	log_notice("service %s: %s%s%s is a new cgroup (id %llu, was %llu): controlled afresh, originals recorded anew",
-		   s->sv.p->name, s->sv.p->unit ? s->sv.p->unit : "", s->sv.p->unit ? " -> " : "", rel,
-		   (unsigned long long)id, (unsigned long long)old_id);
+	log_notice(
+		"service %s: %s%s%s is a new cgroup (id %llu, was %llu): controlled afresh, originals recorded anew",
+		s->sv.p->name, s->sv.p->unit ? s->sv.p->unit : "", s->sv.p->unit ? " -> " : "", rel,
+		(unsigned long long)id, (unsigned long long)old_id);
 }
 
 /* Open the knobs of the service's cgroup again: a controller came or went. */
@@ -199,7 +205,8 @@ static void service_reopen(struct manager *m, struct service_rt *s)
 
 	s->reopen = false;
 	if (r) { /* gone, most likely: the next locate() says so */
-		log_debug_errno(r, "service %s: Failed to open the knobs of %s again: %m", s->sv.p->name, s->cg);
+		log_debug_errno(r, "service %s: Failed to open the knobs of %s again: %m",
+				s->sv.p->name, s->cg);
 		return;
 	}
 	knobs_free(s->knobs);
@@ -245,8 +252,9 @@ static void service_resolve(struct manager *m, struct service_rt *s)
 	if (r)
 		service_renew(m, s, old_cg, old, rel, id, r);
 	else
-		log_info("service %s: %s%scgroup %s (id %llu)", s->sv.p->name, s->sv.p->unit ? s->sv.p->unit : "",
-			 s->sv.p->unit ? " -> " : "", rel, (unsigned long long)id);
+		log_info("service %s: %s%scgroup %s (id %llu)", s->sv.p->name,
+			 s->sv.p->unit ? s->sv.p->unit : "", s->sv.p->unit ? " -> " : "", rel,
+			 (unsigned long long)id);
 	s->absent[0] = '\0';
 }
 
@@ -287,8 +295,8 @@ static int load_policies(struct manager *m, struct policy_set **out)
 }
 
 /* One line per decision, applied or not, in the decision log. */
-static void decision_log(struct manager *m, const struct service_rt *s,
-			 const struct action *a, bool applied, int err)
+static void decision_log(struct manager *m, const struct service_rt *s, const struct action *a,
+			 bool applied, int err)
 {
 	struct json_object *o;
 	struct timespec ts;
@@ -307,10 +315,12 @@ static void decision_log(struct manager *m, const struct service_rt *s,
 	if (s->sv.p->unit)
 		json_object_object_add(o, "unit", json_object_new_string(s->sv.p->unit));
 	json_object_object_add(o, "knob", json_object_new_string(action_knob_name(a->knob)));
-	json_object_object_add(o, "old", isfinite(a->old_value) ? json_object_new_double(a->old_value)
-							     : json_object_new_string("max"));
-	json_object_object_add(o, "new", isfinite(a->new_value) ? json_object_new_double(a->new_value)
-							     : json_object_new_string("max"));
+	json_object_object_add(o, "old",
+			       isfinite(a->old_value) ? json_object_new_double(a->old_value) :
+							json_object_new_string("max"));
+	json_object_object_add(o, "new",
+			       isfinite(a->new_value) ? json_object_new_double(a->new_value) :
+							json_object_new_string("max"));
 	json_object_object_add(o, "reason", json_object_new_string(a->reason));
 	json_object_object_add(o, "dry_run", json_object_new_boolean(m->o.dry_run));
 	json_object_object_add(o, "applied", json_object_new_boolean(applied));
@@ -370,11 +380,13 @@ static void slice_said(struct service_rt *s, const struct slice_tally *t)
 			    s->sv.p->name, KNOB_SLICE_MAX_THREADS, t->file, KNOB_SLICE_MAX_THREADS);
 	s->slice_capped |= t->capped;
 	if (t->changed)
-		log_warning("sched.slice of %s: %u thread(s) had their slice changed by someone else; leaving them alone",
-			    s->cg, t->changed);
+		log_warning(
+			"sched.slice of %s: %u thread(s) had their slice changed by someone else; leaving them alone",
+			s->cg, t->changed);
 	if (t->set)
-		log_debug("sched.slice of %s: %u thread(s) given the slice, %u had it, %u not SCHED_OTHER/SCHED_BATCH",
-			  s->cg, t->set, t->kept, t->not_fair);
+		log_debug(
+			"sched.slice of %s: %u thread(s) given the slice, %u had it, %u not SCHED_OTHER/SCHED_BATCH",
+			s->cg, t->set, t->kept, t->not_fair);
 }
 
 /* Record the original, then write, whatever the backend. 0 or -errno; path names what it changed. */
@@ -407,13 +419,16 @@ static void knob_failed(struct service_rt *s, enum action_knob k, int err, const
 	struct knob_fail *f = &s->fail[k];
 
 	/* The slice's path names the cgroup already ("... of the threads of CG"). */
-	const char *of = k == KNOB_SCHED_SLICE ? "" : " of ", *cg = k == KNOB_SCHED_SLICE ? "" : s->cg;
+	const char *of = k == KNOB_SCHED_SLICE ? "" : " of ",
+		   *cg = k == KNOB_SCHED_SLICE ? "" : s->cg;
 
 	f->n++;
 	if (f->n == 1 || err != f->err)
-		log_warning_errno(err, "Failed to set %s%s%s to %s: %m, ignoring", path, of, cg, value);
+		log_warning_errno(err, "Failed to set %s%s%s to %s: %m, ignoring", path, of, cg,
+				  value);
 	else if (!(f->n & (f->n - 1)))
-		log_warning_errno(err, "Failed to set %s%s%s to %s: %m (%u times in a row), ignoring",
+		log_warning_errno(err,
+				  "Failed to set %s%s%s to %s: %m (%u times in a row), ignoring",
 				  path, of, cg, value, f->n);
 	f->err = err;
 }
@@ -454,9 +469,11 @@ static void apply(struct manager *m, const struct action *a)
 	}
 	if (!r) {
 		/* As the property holds it, so that reading it back compares equal. */
-		service_wrote(&s->sv, a->knob, manager_unit_knob(s, a->knob)
-			? unit_raw_to_value(a->knob, unit_value_to_raw(a->knob, a->new_value))
-			: a->new_value);
+		service_wrote(&s->sv, a->knob,
+			      manager_unit_knob(s, a->knob) ?
+				      unit_raw_to_value(a->knob,
+							unit_value_to_raw(a->knob, a->new_value)) :
+				      a->new_value);
 	}
 	decision_log(m, s, a, !m->o.dry_run && !r, r);
 	manager_report_action(m, s, a, !m->o.dry_run && !r, r); /* status and metrics */
@@ -485,13 +502,16 @@ static void read_knobs(struct manager *m, struct service_rt *s, double *knob)
 		}
 		r = knob_target_read(&t, k, &v);
 		if (r && r != -EOPNOTSUPP && r != -ENOTCONN)
-			s->reopen = true; /* the file went with its controller, or the cgroup went: look again */
+			s->reopen =
+				true; /* the file went with its controller, or the cgroup went: look again */
 		if (r)
 			continue;
 		if (!service_knob(&s->sv, m->engine, k, v, m->o.dry_run, &knob[k]))
 			continue;
-		log_warning("%s of %s was changed by someone else (we set %g, now %g); leaving it alone",
-			    action_knob_name(k), s->sv.p->unit ? s->sv.p->unit : s->cg, s->sv.written[k], v);
+		log_warning(
+			"%s of %s was changed by someone else (we set %g, now %g); leaving it alone",
+			action_knob_name(k), s->sv.p->unit ? s->sv.p->unit : s->cg,
+			s->sv.written[k], v);
 		knob_state_forget(m->state, &t, k);
 	}
 }
@@ -512,7 +532,8 @@ static bool limited(const struct service_rt *s, enum action_knob k)
 
 	if (manager_unit_knob(s, k)) /* systemd enables what a unit's properties need */
 		return false;
-	return (k == KNOB_CPU_QUOTA && p->cpu_quota.set) || (k == KNOB_CPU_WEIGHT && p->cpu_weight.set) ||
+	return (k == KNOB_CPU_QUOTA && p->cpu_quota.set) ||
+	       (k == KNOB_CPU_WEIGHT && p->cpu_weight.set) ||
 	       (k == KNOB_IO_WEIGHT && p->io_weight.set);
 }
 
@@ -566,8 +587,8 @@ static void controllers_ensure(struct manager *m, struct service_rt *s)
 
 			if (!limited(s, k))
 				continue;
-			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", n++ ? " and " : "",
-				 action_knob_name(k));
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 n++ ? " and " : "", action_knob_name(k));
 			missing |= knob_missing_controller(s->knobs, k) != NULL;
 		}
 		if (!missing)
@@ -578,23 +599,28 @@ static void controllers_ensure(struct manager *m, struct service_rt *s)
 				ctrl, s->cg, names);
 			continue;
 		}
-		snprintf(reason, sizeof(reason), "%s of %s need%s the %s controller, not enabled for it; policy %s",
-			 names, s->cg, n > 1 ? "" : "s", ctrl, s->sv.p->name);
+		snprintf(reason, sizeof(reason),
+			 "%s of %s need%s the %s controller, not enabled for it; policy %s", names,
+			 s->cg, n > 1 ? "" : "s", ctrl, s->sv.p->name);
 		if (m->o.dry_run) {
-			r = knob_subtree_plan(base, s->cg, ctrl, from, sizeof(from), why, sizeof(why));
+			r = knob_subtree_plan(base, s->cg, ctrl, from, sizeof(from), why,
+					      sizeof(why));
 			if (!r && *from)
 				ctl_say(s, i, LOG_NOTICE,
 					"dry-run: would enable the %s controller in cgroup.subtree_control of %s and each cgroup below it down to the parent of %s (%s); %s cannot act meanwhile",
 					ctrl, from, s->cg, reason, names);
 			else if (r && r != -ENOENT)
-				ctl_say(s, i, LOG_ERR, "%s of %s cannot act: %s", names, s->cg, *why ? why : strerror(-r));
+				ctl_say(s, i, LOG_ERR, "%s of %s cannot act: %s", names, s->cg,
+					*why ? why : strerror(-r));
 			continue;
 		}
-		r = knob_state_enable_controller(m->state, base, s->cg, ctrl, enabled_line, reason, why, sizeof(why));
+		r = knob_state_enable_controller(m->state, base, s->cg, ctrl, enabled_line, reason,
+						 why, sizeof(why));
 		if (r == -ENOENT)
 			continue; /* gone: the next locate() says so */
 		if (r) {
-			ctl_say(s, i, LOG_ERR, "%s of %s cannot act: %s", names, s->cg, *why ? why : strerror(-r));
+			ctl_say(s, i, LOG_ERR, "%s of %s cannot act: %s", names, s->cg,
+				*why ? why : strerror(-r));
 			continue;
 		}
 		s->ctl[i].enabled = true;
@@ -607,8 +633,8 @@ static void controllers_ensure(struct manager *m, struct service_rt *s)
 		if (!limited(s, k) || s->unavail_said[k] || knob_available(s->knobs, k, &w) ||
 		    knob_missing_controller(s->knobs, k))
 			continue;
-		log_warning("service %s: %s of %s cannot act: %s; its other knobs still act", s->sv.p->name,
-			    action_knob_name(k), s->cg, w);
+		log_warning("service %s: %s of %s cannot act: %s; its other knobs still act",
+			    s->sv.p->name, action_knob_name(k), s->cg, w);
 		s->unavail_said[k] = true;
 	}
 }
@@ -617,8 +643,8 @@ static void sense_service(struct manager *m, struct service_rt *s,
 			  const struct sensor_snapshot *now, struct contention_snapshot *cnow,
 			  uint64_t tick, double iv, struct engine_input *in)
 {
-	struct qos_sample *q = m->q;             /* big (histograms): the heap's, */
-	struct contention_sample *c = m->c;      /* reused for every service */
+	struct qos_sample *q = m->q;	    /* big (histograms): the heap's, */
+	struct contention_sample *c = m->c; /* reused for every service */
 	bool have_c = false;
 
 	service_input_init(in);
@@ -632,10 +658,12 @@ static void sense_service(struct manager *m, struct service_rt *s,
 	if (!m->o.dry_run && s->sv.wrote[KNOB_SCHED_SLICE] && s->sv.written[KNOB_SCHED_SLICE] > 0 &&
 	    manager_slice_used(m, s)) {
 		char path[PATH_MAX + 64], v[32];
-		int r = write_knob(m, s, KNOB_SCHED_SLICE, 0, s->sv.written[KNOB_SCHED_SLICE], path, sizeof(path));
+		int r = write_knob(m, s, KNOB_SCHED_SLICE, 0, s->sv.written[KNOB_SCHED_SLICE], path,
+				   sizeof(path));
 
 		snprintf(path, sizeof(path), "sched.slice of the new threads of %s", s->cg);
-		action_format_value(v, sizeof(v), KNOB_SCHED_SLICE, s->sv.written[KNOB_SCHED_SLICE], 0);
+		action_format_value(v, sizeof(v), KNOB_SCHED_SLICE, s->sv.written[KNOB_SCHED_SLICE],
+				    0);
 		if (r && r != -ENOENT)
 			knob_failed(s, KNOB_SCHED_SLICE, r, path, v);
 	}
@@ -707,17 +735,22 @@ static void tables_tick(struct manager *m, const struct sensor_snapshot *now,
 		m->drops_since_usec = usec;
 	if (usec - m->drops_since_usec < DROPS_LOG_USEC)
 		return;
-	if (m->drops.cgroups + m->drops.conns + m->drops.spans_negative + m->cdrops.cgroups + m->cdrops.stamps)
-		log_warning("sensor tables in the last %.0f s: %llu events of cgroups not counted (request table %zu of %u cgroups, contention table %zu), %llu connections not tracked, %llu spans dropped, %llu contention events not counted (%llu stamps); %llu entries of removed cgroups freed",
-			    (usec - m->drops_since_usec) / 1e6, (unsigned long long)m->drops.cgroups,
-			    sensor_snapshot_len(now), (unsigned)TW_MAX_CGROUPS, cnow ? contention_snapshot_len(cnow) : 0,
-			    (unsigned long long)m->drops.conns, (unsigned long long)m->drops.spans_negative,
-			    (unsigned long long)m->cdrops.cgroups, (unsigned long long)m->cdrops.stamps,
-			    (unsigned long long)m->reaped);
+	if (m->drops.cgroups + m->drops.conns + m->drops.spans_negative + m->cdrops.cgroups +
+	    m->cdrops.stamps)
+		log_warning(
+			"sensor tables in the last %.0f s: %llu events of cgroups not counted (request table %zu of %u cgroups, contention table %zu), %llu connections not tracked, %llu spans dropped, %llu contention events not counted (%llu stamps); %llu entries of removed cgroups freed",
+			(usec - m->drops_since_usec) / 1e6, (unsigned long long)m->drops.cgroups,
+			sensor_snapshot_len(now), (unsigned)TW_MAX_CGROUPS,
+			cnow ? contention_snapshot_len(cnow) : 0,
+			(unsigned long long)m->drops.conns,
+			(unsigned long long)m->drops.spans_negative,
+			(unsigned long long)m->cdrops.cgroups, (unsigned long long)m->cdrops.stamps,
+			(unsigned long long)m->reaped);
 	else
-		log_debug("sensor tables: %zu cgroups (request), %zu (contention); %llu entries of removed cgroups freed",
-			  sensor_snapshot_len(now), cnow ? contention_snapshot_len(cnow) : 0,
-			  (unsigned long long)m->reaped);
+		log_debug(
+			"sensor tables: %zu cgroups (request), %zu (contention); %llu entries of removed cgroups freed",
+			sensor_snapshot_len(now), cnow ? contention_snapshot_len(cnow) : 0,
+			(unsigned long long)m->reaped);
 	memset(&m->drops, 0, sizeof(m->drops));
 	memset(&m->cdrops, 0, sizeof(m->cdrops));
 	m->reaped = 0;
@@ -727,9 +760,8 @@ static void tables_tick(struct manager *m, const struct sensor_snapshot *now,
 static void notify_status(struct manager *m)
 {
 	sd_notifyf(0, "STATUS=%zu services, %llu decisions (%llu applied, %llu failed)%s%s%s",
-		   m->set->n, (unsigned long long)m->n_decisions,
-		   (unsigned long long)m->n_applied, (unsigned long long)m->n_failed,
-		   m->o.dry_run ? ", dry-run" : "",
+		   m->set->n, (unsigned long long)m->n_decisions, (unsigned long long)m->n_applied,
+		   (unsigned long long)m->n_failed, m->o.dry_run ? ", dry-run" : "",
 		   *m->reload_error ? "; last reload rejected, old policies kept: " : "",
 		   m->reload_error);
 }
@@ -754,8 +786,8 @@ static int tick(struct manager *m, uint64_t usec)
 		cnow = NULL;
 	iv = (usec - m->last_usec) / 1e6;
 	for (size_t i = 0; i < m->set->n; i++)
-		sense_service(m, &m->svc[i], now, cnow,
-			      feed_tick_index(usec, m->cfg->period_ns), iv, &m->in[i]);
+		sense_service(m, &m->svc[i], now, cnow, feed_tick_index(usec, m->cfg->period_ns),
+			      iv, &m->in[i]);
 	n = engine_tick(m->engine, usec * 1000, m->in, m->acts, m->nacts);
 	if (n < 0)
 		log_error_errno(n, "Failed to decide this tick (policy engine: %m), ignoring");
@@ -801,10 +833,12 @@ static int restore(struct manager *m, bool keep_iosched)
 
 	if (!m->state)
 		return 0;
-	r = keep_iosched ? knob_state_restore_knobs(m->state, m->cfg->cgroup_base)
-			 : knob_state_restore_all(m->state, m->cfg->cgroup_base);
+	r = keep_iosched ? knob_state_restore_knobs(m->state, m->cfg->cgroup_base) :
+			   knob_state_restore_all(m->state, m->cfg->cgroup_base);
 	if (r < 0)
-		return log_error_errno(r, "Failed to restore some knobs (state file kept; run 'tailwarden restore')");
+		return log_error_errno(
+			r,
+			"Failed to restore some knobs (state file kept; run 'tailwarden restore')");
 	if (r > 0)
 		log_notice("restored %d knob(s) to their original values", r);
 	for (size_t i = 0; m->svc && i < m->set->n; i++)
@@ -833,9 +867,11 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 		log_info("reopened the decision log %s", m->cfg->decision_log);
 	m->reload_error[0] = '\0';
 	if (load_policies(m, &set)) {
-		log_error("reload: the new policy set is invalid (errors above); keeping the old one");
+		log_error(
+			"reload: the new policy set is invalid (errors above); keeping the old one");
 		if (!*m->reload_error)
-			snprintf(m->reload_error, sizeof(m->reload_error), "the policies could not be read");
+			snprintf(m->reload_error, sizeof(m->reload_error),
+				 "the policies could not be read");
 		goto done;
 	}
 	engine = engine_new(set);
@@ -914,8 +950,8 @@ static void io_schedulers(struct manager *m)
 		return;
 	}
 	for (size_t i = 0; i < o.n_seen; i++)
-		snprintf(m->report->disks[m->report->n_disks++].dev, sizeof(m->report->disks[0].dev),
-			 "%s", seen[i]);
+		snprintf(m->report->disks[m->report->n_disks++].dev,
+			 sizeof(m->report->disks[0].dev), "%s", seen[i]);
 	/* bfq is loaded now: io.bfq.weight, the file that acts under it, exists (knobs_open()). */
 	for (size_t j = 0; r > 0 && j < m->set->n; j++)
 		m->svc[j].reopen = m->svc[j].knobs != NULL;
@@ -953,8 +989,8 @@ static int open_outputs(struct manager *m)
 	/* Made here on a fresh host (a unit's RuntimeDirectory= is not needed). */
 	r = knob_state_dir(m->cfg->state_dir, true, &why);
 	if (r && why)
-		return log_error_errno(r, "Refusing the state directory %s: it %s", m->cfg->state_dir,
-				       why);
+		return log_error_errno(r, "Refusing the state directory %s: it %s",
+				       m->cfg->state_dir, why);
 	if (r)
 		return log_error_errno(r, "Failed to create the state directory %s",
 				       m->cfg->state_dir);
@@ -963,7 +999,8 @@ static int open_outputs(struct manager *m)
 	else if ((r = knob_state_open(m->cfg->state_dir, &m->state)))
 		return log_error_errno(r, "Failed to open the state file in %s", m->cfg->state_dir);
 	if (m->cfg->decision_log) {
-		r = decisions_open(m->cfg->decision_log, m->cfg->decision_log_max_size, &m->decisions);
+		r = decisions_open(m->cfg->decision_log, m->cfg->decision_log_max_size,
+				   &m->decisions);
 		if (r)
 			return log_error_errno(r, "Failed to open the decision log %s: %m",
 					       m->cfg->decision_log);
@@ -988,7 +1025,8 @@ int manager_new(const struct manager_opts *o, struct manager **out)
 	}
 	r = cg_root_find(m->cfg->cgroup_base, m->root, sizeof(m->root));
 	if (r) {
-		log_error_errno(r, "Failed to find a cgroup2 hierarchy under %s: %m", m->cfg->cgroup_base);
+		log_error_errno(r, "Failed to find a cgroup2 hierarchy under %s: %m",
+				m->cfg->cgroup_base);
 		goto fail;
 	}
 	m->names = cg_names_new(m->root);

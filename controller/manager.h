@@ -25,11 +25,11 @@
 struct manager;
 
 struct manager_opts {
-	struct tw_config *cfg;   /* owned by the manager from now on */
-	char **policy_paths;     /* files or directories, re-read on SIGHUP */
+	struct tw_config *cfg; /* owned by the manager from now on */
+	char **policy_paths;   /* files or directories, re-read on SIGHUP */
 	size_t n_policy_paths;
 	bool dry_run;
-	bool no_contention;      /* do not load the contention sensor */
+	bool no_contention; /* do not load the contention sensor */
 };
 
 /*
@@ -49,23 +49,23 @@ void manager_free(struct manager *m);
  */
 
 struct service_rt {
-	struct service sv;         /* its life: cgroup id, window, what we wrote (service.h) */
+	struct service sv;	   /* its life: cgroup id, window, what we wrote (service.h) */
 	char cg[PATH_MAX];	   /* its cgroup, relative to the root; "" until first found */
 	struct knobs *knobs;	   /* NULL while the cgroup does not exist */
 	struct unit_props up;	   /* Unit=: the unit as read this tick */
 	char absent[2 * PATH_MAX]; /* why it is not controlled, as last logged */
-	char verdict[32];          /* kind of the last verdict logged ("violation", "hold", ...) */
-	uint64_t verdict_usec;     /* when a verdict was last logged */
-	bool slice_capped;         /* the thread cap was said */
-	bool reopen;               /* a knob's file vanished: open the knobs again */
-	struct ctl_note {          /* a cgroup v2 controller its knobs need (cpu, io) */
-		bool enabled;      /* we enabled it for this instance */
+	char verdict[32];	   /* kind of the last verdict logged ("violation", "hold", ...) */
+	uint64_t verdict_usec;	   /* when a verdict was last logged */
+	bool slice_capped;	   /* the thread cap was said */
+	bool reopen;		   /* a knob's file vanished: open the knobs again */
+	struct ctl_note {	   /* a cgroup v2 controller its knobs need (cpu, io) */
+		bool enabled;	   /* we enabled it for this instance */
 		char said[1024];   /* why its knobs cannot act, as last logged */
 	} ctl[2];
 	bool unavail_said[KNOB_MAX]; /* a knob that cannot act for another reason, said */
-	struct knob_fail {         /* a knob write that keeps failing */
-		unsigned n;        /* failures in a row */
-		int err;           /* the last one's -errno */
+	struct knob_fail {	     /* a knob write that keeps failing */
+		unsigned n;	     /* failures in a row */
+		int err;	     /* the last one's -errno */
 	} fail[KNOB_MAX];
 };
 
@@ -82,27 +82,27 @@ struct manager {
 	struct contention_snapshot *cprev;
 	struct knob_state *state;
 	struct decisions *decisions; /* NULL without DecisionLog= */
-	struct engine_input *in;   /* per-tick scratch, sized by the policy set */
+	struct engine_input *in;     /* per-tick scratch, sized by the policy set */
 	struct action *acts;
 	size_t nacts;
-	struct qos_sample *q;      /* one service's tick, while it is sensed */
+	struct qos_sample *q; /* one service's tick, while it is sensed */
 	struct contention_sample *c;
 	sd_event *event;
 	uint64_t last_usec;
 	uint64_t n_decisions, n_applied, n_failed;
 	uint64_t ticks;
 	struct daemon_watchdog *watchdog;
-	struct cg_names *names;    /* for freeing removed cgroups' map entries */
-	struct unit_link link;     /* to systemd, for Unit= policies (unit.h) */
+	struct cg_names *names;	   /* for freeing removed cgroups' map entries */
+	struct unit_link link;	   /* to systemd, for Unit= policies (unit.h) */
 	uint64_t drops_since_usec; /* sensor drops accumulated since */
 	struct sensor_drops drops;
 	struct contention_drops cdrops;
 	uint64_t reaped;
-	char reload_error[256];    /* the last rejected reload, for STATUS= */
-	struct report *report;     /* for `tailwarden status` and /metrics */
+	char reload_error[256];	   /* the last rejected reload, for STATUS= */
+	struct report *report;	   /* for `tailwarden status` and /metrics */
 	struct metrics *metrics;   /* NULL with Metrics=no */
-	bool status_failed;        /* the last status.json write failed (said once) */
-	int slice_ok;              /* custom slices: 1 work, -1 do not, 0 not probed */
+	bool status_failed;	   /* the last status.json write failed (said once) */
+	int slice_ok;		   /* custom slices: 1 work, -1 do not, 0 not probed */
 	uint64_t slice_default_ns; /* the kernel's default slice */
 };
 

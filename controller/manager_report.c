@@ -41,7 +41,7 @@ static struct report_service *hook_service(struct manager *m, const struct servi
 }
 
 void manager_report_sample(struct manager *m, struct service_rt *s, const struct qos_sample *q,
-			const struct contention_sample *c)
+			   const struct contention_sample *c)
 {
 	struct report_service *rs = hook_service(m, s);
 
@@ -54,8 +54,8 @@ void manager_report_window(struct manager *m, struct service_rt *s)
 	struct report_service *rs = hook_service(m, s);
 
 	if (rs)
-	if (!rs)
-		return;
+		if (!rs)
+			return;
 	report_window(rs, &s->sv.feed.window.latency, s->sv.feed.window.requests,
 		      s->sv.feed.window.interval_s,
 		      s->sv.p->klass == POLICY_LATENCY_CRITICAL ? s->sv.p->percentile : NAN);
@@ -63,7 +63,7 @@ void manager_report_window(struct manager *m, struct service_rt *s)
 }
 
 void manager_report_action(struct manager *m, struct service_rt *s, const struct action *a,
-			bool applied, int err)
+			   bool applied, int err)
 {
 	struct report_service *rs = hook_service(m, s);
 
@@ -74,12 +74,18 @@ void manager_report_action(struct manager *m, struct service_rt *s, const struct
 static const struct policy_range *hook_range(const struct policy *p, enum action_knob k)
 {
 	switch (k) {
-	case KNOB_CPU_QUOTA: return &p->cpu_quota;
-	case KNOB_CPU_WEIGHT: return &p->cpu_weight;
-	case KNOB_IO_WEIGHT: return &p->io_weight;
-	case KNOB_CPU_FREQ: return &p->cpu_freq_khz;
-	case KNOB_SCHED_SLICE: return &p->slice_ns;
-	default: return NULL;
+	case KNOB_CPU_QUOTA:
+		return &p->cpu_quota;
+	case KNOB_CPU_WEIGHT:
+		return &p->cpu_weight;
+	case KNOB_IO_WEIGHT:
+		return &p->io_weight;
+	case KNOB_CPU_FREQ:
+		return &p->cpu_freq_khz;
+	case KNOB_SCHED_SLICE:
+		return &p->slice_ns;
+	default:
+		return NULL;
 	}
 }
 
@@ -94,8 +100,8 @@ static void hook_knobs(struct manager *m, struct service_rt *s, struct report_se
 			v = s->sv.wrote[k] ? s->sv.written[k] : 0;
 		else if (manager_unit_knob(s, k) && m->link.bus && s->sv.cgid)
 			v = unit_raw_to_value(k, s->up.raw[k]);
-		else if (!manager_unit_knob(s, k) && s->knobs && knob_available(s->knobs, k, NULL) &&
-			 knob_read(s->knobs, k, &v))
+		else if (!manager_unit_knob(s, k) && s->knobs &&
+			 knob_available(s->knobs, k, NULL) && knob_read(s->knobs, k, &v))
 			v = NAN;
 		kn->shown = (range && range->set) || s->sv.wrote[k];
 		kn->value = v;
@@ -152,13 +158,14 @@ static void hook_disks(struct manager *m)
 		const char *orig = m->state ? knob_state_iosched_original(m->state, d->dev) : NULL;
 		struct iosched now;
 
-		hook_copy(d->scheduler, sizeof(d->scheduler), iosched_get(d->dev, &now) ? "" : now.current);
+		hook_copy(d->scheduler, sizeof(d->scheduler),
+			  iosched_get(d->dev, &now) ? "" : now.current);
 		hook_copy(d->original, sizeof(d->original), orig ? orig : "");
 	}
 }
 
 void manager_report_drops(struct manager *m, const struct sensor_drops *d,
-		       const struct contention_drops *cd, size_t freed)
+			  const struct contention_drops *cd, size_t freed)
 {
 	struct report *r = m->report;
 
@@ -207,7 +214,9 @@ void manager_report_publish(struct manager *m, uint64_t tick_start_usec)
 	}
 	e = status_write(r, m->cfg->state_dir);
 	if (e && !m->status_failed)
-		log_warning_errno(e, "Failed to write %s/" STATUS_FILE ": %m; 'tailwarden status' will not see this daemon, ignoring",
+		log_warning_errno(e,
+				  "Failed to write %s/" STATUS_FILE
+				  ": %m; 'tailwarden status' will not see this daemon, ignoring",
 				  m->cfg->state_dir);
 	m->status_failed = e != 0;
 	if (m->metrics && !expo_render(r, TW_VERSION, &text, &len))
@@ -230,10 +239,12 @@ int manager_report_open(struct manager *m)
 		return 0;
 	r = metrics_start(m->cfg->metrics, &m->metrics);
 	if (r == -EADDRINUSE)
-		log_error("refusing to start: cannot serve metrics on %s: the address is in use (set Metrics= to another ADDRESS:PORT, or Metrics=no)",
-			  m->cfg->metrics);
+		log_error(
+			"refusing to start: cannot serve metrics on %s: the address is in use (set Metrics= to another ADDRESS:PORT, or Metrics=no)",
+			m->cfg->metrics);
 	else if (r)
-		log_error_errno(r, "refusing to start: cannot serve metrics on %s", m->cfg->metrics);
+		log_error_errno(r, "refusing to start: cannot serve metrics on %s",
+				m->cfg->metrics);
 	else
 		log_info("metrics on http://%s/metrics", m->cfg->metrics);
 	return r;

@@ -21,7 +21,7 @@
 struct metrics {
 	struct MHD_Daemon *d;
 	pthread_mutex_t lock;
-	char *text;     /* the last tick's exposition, NULL before the first */
+	char *text; /* the last tick's exposition, NULL before the first */
 	size_t len;
 };
 
@@ -79,7 +79,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		free(copy);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; version=0.0.4; charset=utf-8");
 	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	return ret;
@@ -138,13 +139,11 @@ int metrics_start(const char *address, struct metrics **out)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	m->d = MHD_start_daemon(MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-				on_request, m,
-				MHD_OPTION_LISTEN_SOCKET, fd,
+				on_request, m, MHD_OPTION_LISTEN_SOCKET, fd,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_TIMEOUT_S,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_CONNECTION_LIMIT,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024),
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				MHD_OPTION_END);
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!m->d) {
 		close(fd);

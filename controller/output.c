@@ -23,7 +23,10 @@ struct pct {
 };
 
 static const struct pct latency_pcts[] = {
-	{ "p50", 0.50 }, { "p90", 0.90 }, { "p99", 0.99 }, { "p999", 0.999 },
+	{ "p50", 0.50 },
+	{ "p90", 0.90 },
+	{ "p99", 0.99 },
+	{ "p999", 0.999 },
 };
 static const struct pct signal_pcts[] = { { "p50", 0.50 }, { "p99", 0.99 } };
 
@@ -39,7 +42,8 @@ static struct json_object *pcts_json(const struct hist *h, const struct pct *p, 
 	if (!o)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		json_object_object_add(o, p[i].key, num(hist_percentile(h, p[i].q) / 1000.0, "%.1f"));
+		json_object_object_add(o, p[i].key,
+				       num(hist_percentile(h, p[i].q) / 1000.0, "%.1f"));
 	if (with_max)
 		json_object_object_add(o, "max", num(hist_max(h) / 1000.0, "%.1f"));
 	return o;
@@ -112,8 +116,8 @@ static struct json_object *drops_json(const struct sensor_drops *d)
 	return o;
 }
 
-struct json_object *output_sample_json(const struct qos_sample *s, const char *path,
-				       double ts, const struct sensor_drops *drops)
+struct json_object *output_sample_json(const struct qos_sample *s, const char *path, double ts,
+				       const struct sensor_drops *drops)
 {
 	struct json_object *o = json_object_new_object();
 	double iv = s->interval_s > 0 ? s->interval_s : 1;
@@ -166,7 +170,8 @@ static struct json_object *diagnosis_json(const struct diagnosis *d)
 		json_object_put(ev);
 		return NULL;
 	}
-	json_object_object_add(o, "dominant", json_object_new_string(diag_dominant_name(d->dominant)));
+	json_object_object_add(o, "dominant",
+			       json_object_new_string(diag_dominant_name(d->dominant)));
 	json_object_object_add(o, "cause", json_object_new_string(diag_cause_name(d->cause)));
 	for (size_t i = 0; i < d->n_evidence; i++) {
 		const struct diag_evidence *e = &d->evidence[i];
@@ -188,12 +193,23 @@ void output_contention_json(struct json_object *o, const struct contention_sampl
 			    const struct diagnosis *d)
 {
 	static const struct contention_sample none = {
-		.runq_delay_s = NAN, .cpu_usage_s = NAN, .cpu_throttled_s = NAN,
-		.cpu_throttled_periods = NAN, .io_read_bytes = NAN, .io_write_bytes = NAN,
-		.vfs_read_bytes = NAN, .vfs_write_bytes = NAN, .futex_wait_s = NAN,
-		.lock_contention_s = NAN, .page_faults = NAN, .reclaim_s = NAN,
-		.tcp_retransmits = NAN, .tcp_srtt_us = NAN, .psi_cpu_some = NAN,
-		.psi_io_some = NAN, .psi_memory_some = NAN,
+		.runq_delay_s = NAN,
+		.cpu_usage_s = NAN,
+		.cpu_throttled_s = NAN,
+		.cpu_throttled_periods = NAN,
+		.io_read_bytes = NAN,
+		.io_write_bytes = NAN,
+		.vfs_read_bytes = NAN,
+		.vfs_write_bytes = NAN,
+		.futex_wait_s = NAN,
+		.lock_contention_s = NAN,
+		.page_faults = NAN,
+		.reclaim_s = NAN,
+		.tcp_retransmits = NAN,
+		.tcp_srtt_us = NAN,
+		.psi_cpu_some = NAN,
+		.psi_io_some = NAN,
+		.psi_memory_some = NAN,
 	};
 	struct json_object *psi;
 
@@ -262,23 +278,25 @@ void output_fmt_rate(char *buf, size_t len, double v)
 
 void output_table_header(FILE *f)
 {
-	fprintf(f, "%-40s %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s %8s %5s %8s %7s  %s\n",
-		"CGROUP", "REQ/S", "P50", "P99", "P999", "QUEUE99", "SERVE99", "SEND99", "IN/S",
-		"OUT/S", "CONNS", "RUNQ99", "THR%", "IO99", "IO MB/s", "DIAG");
+	fprintf(f, "%-40s %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s %8s %5s %8s %7s  %s\n", "CGROUP",
+		"REQ/S", "P50", "P99", "P999", "QUEUE99", "SERVE99", "SEND99", "IN/S", "OUT/S",
+		"CONNS", "RUNQ99", "THR%", "IO99", "IO MB/s", "DIAG");
 }
 
 /* The contention columns: run-queue p99, throttled %, I/O p99 and MB/s, verdict. */
-static void contention_cols(FILE *f, const struct contention_sample *c,
-			    const struct diagnosis *d, double iv)
+static void contention_cols(FILE *f, const struct contention_sample *c, const struct diagnosis *d,
+			    double iv)
 {
 	char rq[16] = "-", thr[16] = "-", io[16] = "-", mbs[16] = "-", diag[32] = "-";
 	double bytes;
 
 	if (c) {
-		output_fmt_duration(rq, sizeof(rq), c->runq.total ? hist_percentile(&c->runq, 0.99) : -1);
+		output_fmt_duration(rq, sizeof(rq),
+				    c->runq.total ? hist_percentile(&c->runq, 0.99) : -1);
 		if (!isnan(c->cpu_throttled_s))
 			snprintf(thr, sizeof(thr), "%.0f", 100 * c->cpu_throttled_s / iv);
-		output_fmt_duration(io, sizeof(io), c->io.total ? hist_percentile(&c->io, 0.99) : -1);
+		output_fmt_duration(io, sizeof(io),
+				    c->io.total ? hist_percentile(&c->io, 0.99) : -1);
 		bytes = (isnan(c->io_read_bytes) ? 0 : c->io_read_bytes) +
 			(isnan(c->io_write_bytes) ? 0 : c->io_write_bytes);
 		if (!isnan(c->io_read_bytes) || !isnan(c->io_write_bytes))
@@ -302,13 +320,17 @@ void output_table_row(FILE *f, const struct qos_sample *s, const char *path,
 
 	/* A phase's p99, or - where the mode does not see it or nothing was served. */
 	for (unsigned i = 0; i < TW_PHASES; i++)
-		output_fmt_duration(ph[i], sizeof(ph[i]), s->requests && s->phase_on[i] ?
-				    hist_percentile(&s->phase[i], 0.99) : -1);
+		output_fmt_duration(
+			ph[i], sizeof(ph[i]),
+			s->requests && s->phase_on[i] ? hist_percentile(&s->phase[i], 0.99) : -1);
 	output_fmt_rate(rps, sizeof(rps), s->requests / iv);
 	/* No requests: "-", even if a reply of an earlier window moved on (output_sample_json). */
-	output_fmt_duration(p50, sizeof(p50), s->requests ? hist_percentile(&s->latency, 0.50) : -1);
-	output_fmt_duration(p99, sizeof(p99), s->requests ? hist_percentile(&s->latency, 0.99) : -1);
-	output_fmt_duration(p999, sizeof(p999), s->requests ? hist_percentile(&s->latency, 0.999) : -1);
+	output_fmt_duration(p50, sizeof(p50),
+			    s->requests ? hist_percentile(&s->latency, 0.50) : -1);
+	output_fmt_duration(p99, sizeof(p99),
+			    s->requests ? hist_percentile(&s->latency, 0.99) : -1);
+	output_fmt_duration(p999, sizeof(p999),
+			    s->requests ? hist_percentile(&s->latency, 0.999) : -1);
 	output_fmt_rate(in, sizeof(in), s->bytes_in / iv);
 	output_fmt_rate(out, sizeof(out), s->bytes_out / iv);
 	if (!path) {
@@ -322,8 +344,8 @@ void output_table_row(FILE *f, const struct qos_sample *s, const char *path,
 	pl = strlen(path);
 	fprintf(f, "%s%-*s %8s %8s %8s %8s %8s %8s %8s %8s %8s %6lld", pl > 40 ? "…" : "",
 		pl > 40 ? 39 : 40, pl > 40 ? path + pl - 39 : path, rps, p50, p99, p999,
-		ph[TW_PHASE_QUEUED], ph[TW_PHASE_SERVICE], ph[TW_PHASE_SENDING],
-		in, out, (long long)(s->conns_open > 0 ? s->conns_open : 0));
+		ph[TW_PHASE_QUEUED], ph[TW_PHASE_SERVICE], ph[TW_PHASE_SENDING], in, out,
+		(long long)(s->conns_open > 0 ? s->conns_open : 0));
 	contention_cols(f, c, d, iv);
 	fputc('\n', f);
 }

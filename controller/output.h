@@ -12,8 +12,8 @@
  * One sample as the documented JSON object (see docs/commands.md, "--json").
  * path may be NULL (cgroup removed before it could be named). NULL on ENOMEM.
  */
-struct json_object *output_sample_json(const struct qos_sample *s, const char *path,
-				       double ts, const struct sensor_drops *drops);
+struct json_object *output_sample_json(const struct qos_sample *s, const char *path, double ts,
+				       const struct sensor_drops *drops);
 /*
  * Add the contention signals (each null when unavailable, all null when
  * c is NULL) and the diagnosis (null when d is NULL) to a sample's object.

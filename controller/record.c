@@ -38,20 +38,20 @@
 /* A recorded cgroup's knobs, kept open while it is seen. */
 struct knob_slot {
 	uint64_t id;
-	struct knobs *k;  /* NULL when they cannot be opened */
+	struct knobs *k; /* NULL when they cannot be opened */
 	bool seen;
 };
 
 struct recorder {
 	const char *out;
-	double duration_s;        /* 0: until interrupted */
+	double duration_s; /* 0: until interrupted */
 	uint64_t max_size;
 	uint64_t period_ns;
 	bool no_contention;
 	const char *config;
-	char **cgroups;           /* --cgroup, as given */
+	char **cgroups; /* --cgroup, as given */
 	size_t ncgroups;
-	uint64_t *extra_ids;      /* and resolved */
+	uint64_t *extra_ids; /* and resolved */
 	char (*extra_rel)[PATH_MAX];
 	struct tw_config *cfg;
 	char root[PATH_MAX];
@@ -106,9 +106,21 @@ static int parse_size(const char *s, uint64_t *out)
 	if (errno || end == s || !(v > 0))
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K': v *= 1024; end++; break;
-	case 'm': case 'M': v *= 1024 * 1024; end++; break;
-	case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+	case 'k':
+	case 'K':
+		v *= 1024;
+		end++;
+		break;
+	case 'm':
+	case 'M':
+		v *= 1024 * 1024;
+		end++;
+		break;
+	case 'g':
+	case 'G':
+		v *= 1024.0 * 1024 * 1024;
+		end++;
+		break;
 	}
 	if (*end == 'B' || *end == 'b')
 		end++;
@@ -139,17 +151,15 @@ static int parse_seconds(const char *s, double *out)
 
 static int parse_args(struct recorder *rc, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "duration", required_argument, NULL, 'd' },
-		{ "max-size", required_argument, NULL, 'M' },
-		{ "period", required_argument, NULL, 'P' },
-		{ "config", required_argument, NULL, 'C' },
-		{ "cgroup", required_argument, NULL, 'c' },
-		{ "no-contention", no_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
+	static const struct option opts[] = { { "out", required_argument, NULL, 'o' },
+					      { "duration", required_argument, NULL, 'd' },
+					      { "max-size", required_argument, NULL, 'M' },
+					      { "period", required_argument, NULL, 'P' },
+					      { "config", required_argument, NULL, 'C' },
+					      { "cgroup", required_argument, NULL, 'c' },
+					      { "no-contention", no_argument, NULL, 'N' },
+					      { "help", no_argument, NULL, 'h' },
+					      {} };
 	char why[VALUE_WHY_MAX];
 	char **v;
 	int c;
@@ -161,13 +171,16 @@ static int parse_args(struct recorder *rc, int argc, char **argv)
 			break;
 		case 'd':
 			if (parse_seconds(optarg, &rc->duration_s)) {
-				log_error("--duration: '%s' is not a positive number of seconds", optarg);
+				log_error("--duration: '%s' is not a positive number of seconds",
+					  optarg);
 				return -EINVAL;
 			}
 			break;
 		case 'M':
 			if (parse_size(optarg, &rc->max_size) || rc->max_size < REC_MIN_MAX_SIZE) {
-				log_error("--max-size: '%s' is not a size of at least 64K (e.g. 64M)", optarg);
+				log_error(
+					"--max-size: '%s' is not a size of at least 64K (e.g. 64M)",
+					optarg);
 				return -EINVAL;
 			}
 			break;
@@ -256,8 +269,8 @@ static int setup(struct recorder *rc)
 		r = cg_resolve(rc->cfg->cgroup_base, rc->root, rc->cgroups[i], rc->extra_rel[i],
 			       PATH_MAX, &rc->extra_ids[i]);
 		if (r)
-			return log_error_errno(r, "--cgroup %s: no such cgroup under %s", rc->cgroups[i],
-					       rc->root);
+			return log_error_errno(r, "--cgroup %s: no such cgroup under %s",
+					       rc->cgroups[i], rc->root);
 	}
 	r = sensors_open(&so, &rc->sensor, &rc->cont);
 	if (r)
@@ -273,7 +286,8 @@ static int setup(struct recorder *rc)
 		snprintf(h.host, sizeof(h.host), "unknown");
 	if (!uname(&u))
 		snprintf(h.kernel, sizeof(h.kernel), "%s %s", u.release, u.version);
-	snprintf(h.sensing_mode, sizeof(h.sensing_mode), "%s", sensor_mode_name(sensor_mode(rc->sensor)));
+	snprintf(h.sensing_mode, sizeof(h.sensing_mode), "%s",
+		 sensor_mode_name(sensor_mode(rc->sensor)));
 	h.period_ns = rc->period_ns;
 	h.contention = rc->cont != NULL;
 	h.started = real_s();
@@ -422,7 +436,8 @@ static int tick(struct recorder *rc, uint64_t usec, uint64_t *bytes_cgroups)
 	}
 	*bytes_cgroups += n;
 	slots_sweep(rc);
-	r = rec_writer_line(rc->w, rec_tick_json(feed_tick_index(usec, rc->period_ns), usec, ts, iv, arr));
+	r = rec_writer_line(rc->w,
+			    rec_tick_json(feed_tick_index(usec, rc->period_ns), usec, ts, iv, arr));
 	arr = NULL;
 	if (r)
 		log_error_errno(r, "Failed to write %s: %m", rc->out);
@@ -451,7 +466,8 @@ static void sleep_until_usec(uint64_t usec)
 
 static int loop(struct recorder *rc)
 {
-	uint64_t period_us = rc->period_ns / 1000, next = feed_next_tick(rc->last_usec, rc->period_ns);
+	uint64_t period_us = rc->period_ns / 1000,
+		 next = feed_next_tick(rc->last_usec, rc->period_ns);
 	uint64_t end = rc->duration_s > 0 ? rc->last_usec + (uint64_t)(rc->duration_s * 1e6) : 0;
 	uint64_t ticks = 0, cgroups = 0;
 	int r = 0;
@@ -466,8 +482,8 @@ static int loop(struct recorder *rc)
 		ticks++;
 		next += period_us;
 	}
-	log_info("recorded %llu tick(s), %llu cgroup sample(s) to %s%s%s%s", (unsigned long long)ticks,
-		 (unsigned long long)cgroups, rc->out,
+	log_info("recorded %llu tick(s), %llu cgroup sample(s) to %s%s%s%s",
+		 (unsigned long long)ticks, (unsigned long long)cgroups, rc->out,
 		 rec_writer_rotations(rc->w) ? " (older ticks in " : "",
 		 rec_writer_rotations(rc->w) ? rc->out : "",
 		 rec_writer_rotations(rc->w) ? ".1)" : "");

@@ -52,20 +52,33 @@ static struct json_object *hist_json(const struct hist *h)
 	return a;
 }
 
-#define QOS_U64(f) { #f, offsetof(struct qos_sample, f) }
-static const struct { const char *name; size_t off; } qos_u64[] = {
-	QOS_U64(requests), QOS_U64(bytes_in), QOS_U64(bytes_out), QOS_U64(out_requests),
-	QOS_U64(out_bytes_in), QOS_U64(out_bytes_out), QOS_U64(spans_dropped),
+#define QOS_U64(f)                                 \
+	{                                          \
+#f, offsetof(struct qos_sample, f) \
+	}
+static const struct {
+	const char *name;
+	size_t off;
+} qos_u64[] = {
+	QOS_U64(requests),	QOS_U64(bytes_in),     QOS_U64(bytes_out),
+	QOS_U64(out_requests),	QOS_U64(out_bytes_in), QOS_U64(out_bytes_out),
+	QOS_U64(spans_dropped),
 };
 
-#define CONT_D(f) { #f, offsetof(struct contention_sample, f) }
-static const struct { const char *name; size_t off; } cont_double[] = {
-	CONT_D(interval_s), CONT_D(runq_delay_s), CONT_D(cpu_usage_s), CONT_D(cpu_throttled_s),
-	CONT_D(cpu_throttled_periods), CONT_D(io_read_bytes), CONT_D(io_write_bytes),
-	CONT_D(vfs_read_bytes), CONT_D(vfs_write_bytes), CONT_D(futex_wait_s),
-	CONT_D(lock_contention_s), CONT_D(page_faults), CONT_D(reclaim_s),
-	CONT_D(tcp_retransmits), CONT_D(tcp_srtt_us), CONT_D(psi_cpu_some), CONT_D(psi_io_some),
-	CONT_D(psi_memory_some),
+#define CONT_D(f)                                         \
+	{                                                 \
+#f, offsetof(struct contention_sample, f) \
+	}
+static const struct {
+	const char *name;
+	size_t off;
+} cont_double[] = {
+	CONT_D(interval_s),	 CONT_D(runq_delay_s),		CONT_D(cpu_usage_s),
+	CONT_D(cpu_throttled_s), CONT_D(cpu_throttled_periods), CONT_D(io_read_bytes),
+	CONT_D(io_write_bytes),	 CONT_D(vfs_read_bytes),	CONT_D(vfs_write_bytes),
+	CONT_D(futex_wait_s),	 CONT_D(lock_contention_s),	CONT_D(page_faults),
+	CONT_D(reclaim_s),	 CONT_D(tcp_retransmits),	CONT_D(tcp_srtt_us),
+	CONT_D(psi_cpu_some),	 CONT_D(psi_io_some),		CONT_D(psi_memory_some),
 };
 #define N(a) (sizeof(a) / sizeof(*(a)))
 
@@ -101,7 +114,8 @@ static struct json_object *raw_json(const struct qos_sample *q, const struct con
 	json_object_object_add(o, "interval_s", exact(q->interval_s));
 	for (size_t i = 0; i < N(qos_u64); i++)
 		json_object_object_add(o, qos_u64[i].name,
-				       json_object_new_uint64(*(const uint64_t *)((const char *)q + qos_u64[i].off)));
+				       json_object_new_uint64(*(const uint64_t *)((const char *)q +
+										  qos_u64[i].off)));
 	json_object_object_add(o, "conns_open", json_object_new_int64(q->conns_open));
 	json_object_object_add(o, "outbound_on", json_object_new_boolean(q->outbound_on));
 	json_object_object_add(o, "latency", hist_json(&q->latency));
@@ -114,8 +128,9 @@ static struct json_object *raw_json(const struct qos_sample *q, const struct con
 	}
 	co = json_object_new_object();
 	for (size_t i = 0; co && i < N(cont_double); i++)
-		json_object_object_add(co, cont_double[i].name,
-				       exact(*(const double *)((const char *)c + cont_double[i].off)));
+		json_object_object_add(
+			co, cont_double[i].name,
+			exact(*(const double *)((const char *)c + cont_double[i].off)));
 	if (co) {
 		json_object_object_add(co, "runq", hist_json(&c->runq));
 		json_object_object_add(co, "io", hist_json(&c->io));
@@ -125,8 +140,7 @@ static struct json_object *raw_json(const struct qos_sample *q, const struct con
 }
 
 struct json_object *rec_cgroup_json(const struct qos_sample *q, const char *path, double ts,
-				    const struct contention_sample *c,
-				    const double knob[KNOB_MAX])
+				    const struct contention_sample *c, const double knob[KNOB_MAX])
 {
 	struct json_object *o = output_sample_json(q, path, ts, NULL), *k;
 
@@ -350,7 +364,8 @@ static int get_hist(struct json_object *o, const char *key, struct hist *h)
 			return -EINVAL;
 		b = json_object_array_get_idx(p, 0);
 		c = json_object_array_get_idx(p, 1);
-		if (!json_object_is_type(b, json_type_int) || !json_object_is_type(c, json_type_int))
+		if (!json_object_is_type(b, json_type_int) ||
+		    !json_object_is_type(c, json_type_int))
 			return -EINVAL;
 		bucket = json_object_get_int64(b);
 		if (bucket < 0 || bucket >= HIST_BUCKETS)
@@ -376,8 +391,8 @@ static int parse_phases(struct json_object *raw, struct qos_sample *q, const cha
 			return -EINVAL;
 		if (!p)
 			continue; /* not seen in that mode */
-		if (!json_object_is_type(p, json_type_object) || get_u64(p, "ns", &q->phase_ns[i]) ||
-		    get_hist(p, "hist", &q->phase[i]))
+		if (!json_object_is_type(p, json_type_object) ||
+		    get_u64(p, "ns", &q->phase_ns[i]) || get_hist(p, "hist", &q->phase[i]))
 			return -EINVAL;
 		q->phase_on[i] = true;
 	}
@@ -395,13 +410,15 @@ static int parse_cgroup(struct json_object *o, struct rec_cgroup *g, const char 
 	if (!json_object_is_type(o, json_type_object) || get_u64(o, "cgroup_id", &g->id))
 		return -EINVAL;
 	*why = "cgroup";
-	if (!json_object_object_get_ex(o, "cgroup", &x) || !json_object_is_type(x, json_type_string))
+	if (!json_object_object_get_ex(o, "cgroup", &x) ||
+	    !json_object_is_type(x, json_type_string))
 		return -EINVAL;
 	g->path = strdup(json_object_get_string(x));
 	if (!g->path)
 		return -ENOMEM;
 	*why = "raw";
-	if (!json_object_object_get_ex(o, "raw", &raw) || !json_object_is_type(raw, json_type_object))
+	if (!json_object_object_get_ex(o, "raw", &raw) ||
+	    !json_object_is_type(raw, json_type_object))
 		return -EINVAL;
 	g->q.cgroup_id = g->id;
 	*why = "raw.interval_s";
@@ -413,12 +430,14 @@ static int parse_cgroup(struct json_object *o, struct rec_cgroup *g, const char 
 			return -EINVAL;
 	}
 	*why = "raw.conns_open";
-	if (!json_object_object_get_ex(raw, "conns_open", &x) || !json_object_is_type(x, json_type_int))
+	if (!json_object_object_get_ex(raw, "conns_open", &x) ||
+	    !json_object_is_type(x, json_type_int))
 		return -EINVAL;
 	conns = json_object_get_int64(x);
 	g->q.conns_open = conns;
 	*why = "raw.outbound_on";
-	if (!json_object_object_get_ex(raw, "outbound_on", &x) || !json_object_is_type(x, json_type_boolean))
+	if (!json_object_object_get_ex(raw, "outbound_on", &x) ||
+	    !json_object_is_type(x, json_type_boolean))
 		return -EINVAL;
 	g->q.outbound_on = json_object_get_boolean(x);
 	*why = "raw.latency";
@@ -442,7 +461,8 @@ static int parse_cgroup(struct json_object *o, struct rec_cgroup *g, const char 
 		g->c.cgroup_id = g->id;
 		for (size_t i = 0; i < N(cont_double); i++) {
 			*why = cont_double[i].name;
-			if (get_exact(c, cont_double[i].name, (double *)((char *)&g->c + cont_double[i].off)))
+			if (get_exact(c, cont_double[i].name,
+				      (double *)((char *)&g->c + cont_double[i].off)))
 				return -EINVAL;
 		}
 		*why = "raw.contention.runq";
@@ -458,7 +478,8 @@ static int parse_cgroup(struct json_object *o, struct rec_cgroup *g, const char 
 	for (int i = 0; i < KNOB_MAX; i++) {
 		*why = action_knob_name(i);
 		/* Recordings made before Slice= have no sched.slice: unavailable. */
-		if (i == KNOB_SCHED_SLICE && !json_object_object_get_ex(k, action_knob_name(i), NULL)) {
+		if (i == KNOB_SCHED_SLICE &&
+		    !json_object_object_get_ex(k, action_knob_name(i), NULL)) {
 			g->knob[i] = NAN;
 			continue;
 		}
@@ -499,7 +520,8 @@ int rec_tick_parse(struct json_object *o, struct rec_tick *t, const char **why)
 	if (get_exact(o, "interval_s", &t->interval_s) || !(t->interval_s >= 0))
 		return -EINVAL;
 	*why = "cgroups";
-	if (!json_object_object_get_ex(o, "cgroups", &a) || !json_object_is_type(a, json_type_array))
+	if (!json_object_object_get_ex(o, "cgroups", &a) ||
+	    !json_object_is_type(a, json_type_array))
 		return -EINVAL;
 	n = json_object_array_length(a);
 	t->v = calloc(n ? n : 1, sizeof(*t->v));
@@ -523,15 +545,15 @@ struct rec_reader {
 	FILE *f;
 	z_stream zs;
 	bool zinit, in_member, done;
-	bool bad;               /* corrupt data at bad_at: reported after what came before */
+	bool bad; /* corrupt data at bad_at: reported after what came before */
 	uint64_t bad_at;
 	char bad_msg[128];
 	unsigned char in[REC_CHUNK];
-	uint64_t read_total;    /* compressed bytes read from the file */
-	char *buf;              /* decompressed, not yet consumed: buf[pos..len) */
+	uint64_t read_total; /* compressed bytes read from the file */
+	char *buf;	     /* decompressed, not yet consumed: buf[pos..len) */
 	size_t pos, len, cap;
-	uint64_t ubase;         /* uncompressed offset of buf[0] */
-	unsigned line;          /* lines returned so far */
+	uint64_t ubase; /* uncompressed offset of buf[0] */
+	unsigned line;	/* lines returned so far */
 	uint64_t period_ns;
 	uint64_t last_tick;
 	bool have_tick;
@@ -555,17 +577,20 @@ static int fill(struct rec_reader *r, char *err, size_t errlen)
 	if (r->done)
 		return 0;
 	if (r->bad && !r->line && !r->len && r->bad_at <= 10)
-		return fail(err, errlen, -EBADMSG, "%s: byte %llu: not gzip data (%s): not a recording",
-			    r->path, (unsigned long long)r->bad_at, r->bad_msg);
+		return fail(err, errlen, -EBADMSG,
+			    "%s: byte %llu: not gzip data (%s): not a recording", r->path,
+			    (unsigned long long)r->bad_at, r->bad_msg);
 	if (r->bad)
-		return fail(err, errlen, -EBADMSG, "%s: byte %llu: corrupt gzip data (%s); %u line(s) read before it",
+		return fail(err, errlen, -EBADMSG,
+			    "%s: byte %llu: corrupt gzip data (%s); %u line(s) read before it",
 			    r->path, (unsigned long long)r->bad_at, r->bad_msg, r->line);
 	if (r->cap - r->len < REC_CHUNK) {
 		size_t cap = r->cap ? r->cap * 2 : 4 * REC_CHUNK;
 		char *b;
 
 		if (cap > REC_MAX_LINE + 2 * REC_CHUNK)
-			return fail(err, errlen, -EFBIG, "%s:%u: byte %llu: a line longer than %u MiB: not a recording",
+			return fail(err, errlen, -EFBIG,
+				    "%s:%u: byte %llu: a line longer than %u MiB: not a recording",
 				    r->path, r->line + 1, (unsigned long long)(r->ubase + r->pos),
 				    REC_MAX_LINE >> 20);
 		b = realloc(r->buf, cap);
@@ -584,15 +609,18 @@ static int fill(struct rec_reader *r, char *err, size_t errlen)
 			size_t n = fread(r->in, 1, sizeof(r->in), r->f);
 
 			if (!n && ferror(r->f))
-				return fail(err, errlen, -EIO, "%s: byte %llu: Failed to read: %s", r->path,
-					    (unsigned long long)r->read_total, strerror(errno));
+				return fail(err, errlen, -EIO, "%s: byte %llu: Failed to read: %s",
+					    r->path, (unsigned long long)r->read_total,
+					    strerror(errno));
 			if (!n && !r->read_total)
-				return fail(err, errlen, -EINVAL, "%s: byte 0: the file is empty: not a recording",
+				return fail(err, errlen, -EINVAL,
+					    "%s: byte 0: the file is empty: not a recording",
 					    r->path);
 			if (!n && r->in_member)
-				return fail(err, errlen, -EPIPE,
-					    "%s: byte %llu: the gzip stream ends early: the recording is truncated (or still being written); %u line(s) read",
-					    r->path, (unsigned long long)r->read_total, r->line);
+				return fail(
+					err, errlen, -EPIPE,
+					"%s: byte %llu: the gzip stream ends early: the recording is truncated (or still being written); %u line(s) read",
+					r->path, (unsigned long long)r->read_total, r->line);
 			if (!n) {
 				r->done = true;
 				break;
@@ -612,7 +640,8 @@ static int fill(struct rec_reader *r, char *err, size_t errlen)
 			/* What came out before the bad byte is read first. */
 			r->bad = true;
 			r->bad_at = r->read_total - r->zs.avail_in;
-			snprintf(r->bad_msg, sizeof(r->bad_msg), "%s", r->zs.msg ? r->zs.msg : "inflate failed");
+			snprintf(r->bad_msg, sizeof(r->bad_msg), "%s",
+				 r->zs.msg ? r->zs.msg : "inflate failed");
 			break;
 		}
 	}
@@ -648,8 +677,10 @@ static int next_line(struct rec_reader *r, char **line, uint64_t *off, char *err
 			return k;
 		if (k == 0 && r->done) {
 			if (r->len)
-				return fail(err, errlen, -EPIPE, "%s:%u: byte %llu: the last line has no end: the recording is truncated",
-					    r->path, r->line + 1, (unsigned long long)r->ubase);
+				return fail(
+					err, errlen, -EPIPE,
+					"%s:%u: byte %llu: the last line has no end: the recording is truncated",
+					r->path, r->line + 1, (unsigned long long)r->ubase);
 			return 0;
 		}
 	}
@@ -671,9 +702,11 @@ static struct json_object *parse_line(struct rec_reader *r, const char *line, ui
 	o = json_tokener_parse_ex(tok, line, n);
 	e = json_tokener_get_error(tok);
 	if (!o || e != json_tokener_success || json_tokener_get_parse_end(tok) != n) {
-		*ret = fail(err, errlen, -EINVAL, "%s:%u: byte %llu: not a JSON object (%s at byte %llu)",
-			    r->path, r->line, (unsigned long long)off,
-			    e != json_tokener_success ? json_tokener_error_desc(e) : "trailing data",
+		*ret = fail(err, errlen, -EINVAL,
+			    "%s:%u: byte %llu: not a JSON object (%s at byte %llu)", r->path,
+			    r->line, (unsigned long long)off,
+			    e != json_tokener_success ? json_tokener_error_desc(e) :
+							"trailing data",
 			    (unsigned long long)(off + json_tokener_get_parse_end(tok)));
 		json_object_put(o);
 		o = NULL;
@@ -691,14 +724,18 @@ static int parse_header(struct rec_reader *r, struct json_object *o, uint64_t of
 
 	memset(h, 0, sizeof(*h));
 	if (!json_object_object_get_ex(o, "tailwarden_recording", &x))
-		return fail(err, errlen, -EINVAL, "%s:%u: byte %llu: not a tailwarden recording (no header)",
-			    r->path, r->line, (unsigned long long)off);
+		return fail(err, errlen, -EINVAL,
+			    "%s:%u: byte %llu: not a tailwarden recording (no header)", r->path,
+			    r->line, (unsigned long long)off);
 	if (!json_object_is_type(x, json_type_int) || json_object_get_int(x) != REC_FORMAT)
-		return fail(err, errlen, -EINVAL, "%s:%u: byte %llu: recording format %s, this tailwarden reads %d",
-			    r->path, r->line, (unsigned long long)off, json_object_get_string(x), REC_FORMAT);
+		return fail(err, errlen, -EINVAL,
+			    "%s:%u: byte %llu: recording format %s, this tailwarden reads %d",
+			    r->path, r->line, (unsigned long long)off, json_object_get_string(x),
+			    REC_FORMAT);
 	if (get_u64(o, "period_ns", &v) || !v)
-		return fail(err, errlen, -EINVAL, "%s:%u: byte %llu: the header has no valid period_ns",
-			    r->path, r->line, (unsigned long long)off);
+		return fail(err, errlen, -EINVAL,
+			    "%s:%u: byte %llu: the header has no valid period_ns", r->path, r->line,
+			    (unsigned long long)off);
 	h->period_ns = v;
 	if (json_object_object_get_ex(o, "version", &x) && json_object_is_type(x, json_type_string))
 		snprintf(h->version, sizeof(h->version), "%s", json_object_get_string(x));
@@ -706,7 +743,8 @@ static int parse_header(struct rec_reader *r, struct json_object *o, uint64_t of
 		snprintf(h->host, sizeof(h->host), "%s", json_object_get_string(x));
 	if (json_object_object_get_ex(o, "kernel", &x) && json_object_is_type(x, json_type_string))
 		snprintf(h->kernel, sizeof(h->kernel), "%s", json_object_get_string(x));
-	if (json_object_object_get_ex(o, "sensing_mode", &x) && json_object_is_type(x, json_type_string))
+	if (json_object_object_get_ex(o, "sensing_mode", &x) &&
+	    json_object_is_type(x, json_type_string))
 		snprintf(h->sensing_mode, sizeof(h->sensing_mode), "%s", json_object_get_string(x));
 	if (json_object_object_get_ex(o, "contention", &x))
 		h->contention = json_object_get_boolean(x);
@@ -717,8 +755,8 @@ static int parse_header(struct rec_reader *r, struct json_object *o, uint64_t of
 	return 0;
 }
 
-int rec_open(const char *path, struct rec_reader **out, struct rec_header *h,
-	     char *err, size_t errlen)
+int rec_open(const char *path, struct rec_reader **out, struct rec_header *h, char *err,
+	     size_t errlen)
 {
 	struct rec_reader *r = calloc(1, sizeof(*r));
 	struct json_object *o;
@@ -788,19 +826,23 @@ int rec_next(struct rec_reader *r, struct rec_tick *t, char *err, size_t errlen)
 		if (k)
 			return k;
 		if (h.period_ns != r->period_ns)
-			return fail(err, errlen, -EINVAL, "%s:%u: byte %llu: a part with period %llu ns after one with %llu ns",
-				    r->path, r->line, (unsigned long long)off,
-				    (unsigned long long)h.period_ns, (unsigned long long)r->period_ns);
+			return fail(
+				err, errlen, -EINVAL,
+				"%s:%u: byte %llu: a part with period %llu ns after one with %llu ns",
+				r->path, r->line, (unsigned long long)off,
+				(unsigned long long)h.period_ns, (unsigned long long)r->period_ns);
 	}
 	k = rec_tick_parse(o, t, &why);
 	json_object_put(o);
 	if (k == -EINVAL)
-		return fail(err, errlen, k, "%s:%u: byte %llu: not a tick: missing or invalid \"%s\"",
-			    r->path, r->line, (unsigned long long)off, why);
+		return fail(err, errlen, k,
+			    "%s:%u: byte %llu: not a tick: missing or invalid \"%s\"", r->path,
+			    r->line, (unsigned long long)off, why);
 	if (k)
 		return fail(err, errlen, k, "%s: out of memory", r->path);
 	if (r->have_tick && t->index <= r->last_tick) {
-		k = fail(err, errlen, -EINVAL, "%s:%u: byte %llu: tick %llu after tick %llu: ticks must increase",
+		k = fail(err, errlen, -EINVAL,
+			 "%s:%u: byte %llu: tick %llu after tick %llu: ticks must increase",
 			 r->path, r->line, (unsigned long long)off, (unsigned long long)t->index,
 			 (unsigned long long)r->last_tick);
 		rec_tick_clear(t);

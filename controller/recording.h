@@ -28,14 +28,14 @@ struct rec_header {
 	char kernel[256];
 	char sensing_mode[32];
 	uint64_t period_ns;
-	bool contention;     /* a contention sensor ran */
-	double started;      /* CLOCK_REALTIME s */
-	unsigned part;       /* 1 for the first file, +1 at each rotation */
+	bool contention; /* a contention sensor ran */
+	double started;	 /* CLOCK_REALTIME s */
+	unsigned part;	 /* 1 for the first file, +1 at each rotation */
 };
 
 struct rec_cgroup {
 	uint64_t id;
-	char *path;          /* relative to the cgroup2 root, leading '/' */
+	char *path; /* relative to the cgroup2 root, leading '/' */
 	struct qos_sample q;
 	bool have_c;
 	struct contention_sample c;
@@ -43,10 +43,10 @@ struct rec_cgroup {
 };
 
 struct rec_tick {
-	uint64_t index;      /* CLOCK_MONOTONIC time / period */
-	uint64_t mono_us;    /* CLOCK_MONOTONIC time of the tick */
-	double ts;           /* CLOCK_REALTIME s */
-	double interval_s;   /* since the previous tick */
+	uint64_t index;	   /* CLOCK_MONOTONIC time / period */
+	uint64_t mono_us;  /* CLOCK_MONOTONIC time of the tick */
+	double ts;	   /* CLOCK_REALTIME s */
+	double interval_s; /* since the previous tick */
 	size_t n;
 	struct rec_cgroup *v;
 };
@@ -56,8 +56,7 @@ struct rec_tick {
 struct json_object *rec_header_json(const struct rec_header *h);
 /* One cgroup of a tick: top's object, "raw" and "knobs". c may be NULL. NULL on ENOMEM. */
 struct json_object *rec_cgroup_json(const struct qos_sample *q, const char *path, double ts,
-				    const struct contention_sample *c,
-				    const double knob[KNOB_MAX]);
+				    const struct contention_sample *c, const double knob[KNOB_MAX]);
 /* A tick's line; takes ownership of cgroups (a JSON array). NULL on ENOMEM. */
 struct json_object *rec_tick_json(uint64_t index, uint64_t mono_us, double ts, double interval_s,
 				  struct json_object *cgroups);
@@ -85,8 +84,8 @@ struct rec_reader;
  * Open a recording and read its header. 0, or -errno with a message
  * naming the file (and line, and byte offset) in err.
  */
-int rec_open(const char *path, struct rec_reader **out, struct rec_header *h,
-	     char *err, size_t errlen);
+int rec_open(const char *path, struct rec_reader **out, struct rec_header *h, char *err,
+	     size_t errlen);
 /*
  * The next tick: 1, 0 at the end of a complete recording, or -errno with
  * err set: "FILE: byte N: ..." for a corrupt or truncated gzip stream

@@ -27,9 +27,9 @@
 #include "policies/policy.h"
 
 struct rsvc {
-	struct service sv;         /* its life, as the daemon lives it (service.h) */
-	const char *cg;            /* in this tick's recording; NULL when absent */
-	double home[KNOB_MAX];     /* first value recorded: "throttled" is below it */
+	struct service sv;     /* its life, as the daemon lives it (service.h) */
+	const char *cg;	       /* in this tick's recording; NULL when absent */
+	double home[KNOB_MAX]; /* first value recorded: "throttled" is below it */
 	/* summary */
 	uint64_t windows, over, present, throttled;
 	uint64_t changes[KNOB_MAX];
@@ -82,8 +82,10 @@ static const struct rec_cgroup *find(const struct rsvc *s, const struct rec_tick
 
 static void json_value(struct json_object *o, const char *key, double v)
 {
-	json_object_object_add(o, key, isfinite(v) ? json_object_new_double(v)
-					: isnan(v) ? NULL : json_object_new_string("max"));
+	json_object_object_add(o, key,
+			       isfinite(v) ? json_object_new_double(v) :
+			       isnan(v)	   ? NULL :
+					     json_object_new_string("max"));
 }
 
 static void print_decision(struct replay *rp, const struct rec_tick *t, const struct rsvc *s,
@@ -215,7 +217,8 @@ static void summary(struct replay *rp, const char *error)
 	double span = rp->ticks ? (rp->last_us - rp->first_us) / 1e6 + period : 0;
 
 	if (rp->json) {
-		struct json_object *o = json_object_new_object(), *sv = json_object_new_object(), *w;
+		struct json_object *o = json_object_new_object(), *sv = json_object_new_object(),
+				   *w;
 		char buf[32];
 
 		if (!o || !sv)
@@ -226,25 +229,34 @@ static void summary(struct replay *rp, const char *error)
 		json_object_object_add(o, "decisions", json_object_new_uint64(rp->decisions));
 		for (size_t i = 0; i < rp->set->n; i++) {
 			struct rsvc *s = &rp->svc[i];
-			struct json_object *so = json_object_new_object(), *ch = json_object_new_object();
+			struct json_object *so = json_object_new_object(),
+					   *ch = json_object_new_object();
 
 			if (!so || !ch)
 				break;
-			json_object_object_add(so, "class", json_object_new_string(
-				s->sv.p->klass == POLICY_LATENCY_CRITICAL ? "latency-critical" : "best-effort"));
-			json_object_object_add(so, "ticks_present", json_object_new_uint64(s->present));
+			json_object_object_add(
+				so, "class",
+				json_object_new_string(s->sv.p->klass == POLICY_LATENCY_CRITICAL ?
+							       "latency-critical" :
+							       "best-effort"));
+			json_object_object_add(so, "ticks_present",
+					       json_object_new_uint64(s->present));
 			if (s->sv.p->klass == POLICY_LATENCY_CRITICAL) {
-				json_object_object_add(so, "windows", json_object_new_uint64(s->windows));
-				json_object_object_add(so, "windows_over_target", json_object_new_uint64(s->over));
+				json_object_object_add(so, "windows",
+						       json_object_new_uint64(s->windows));
+				json_object_object_add(so, "windows_over_target",
+						       json_object_new_uint64(s->over));
 			}
 			for (int k = 0; k < KNOB_MAX; k++)
 				if (s->changes[k])
-					json_object_object_add(ch, action_knob_name(k),
-							       json_object_new_uint64(s->changes[k]));
+					json_object_object_add(
+						ch, action_knob_name(k),
+						json_object_new_uint64(s->changes[k]));
 			json_object_object_add(so, "changes", ch);
 			snprintf(buf, sizeof(buf), "%.3f", s->throttled * period);
-			json_object_object_add(so, "throttled_s",
-					       json_object_new_double_s(s->throttled * period, buf));
+			json_object_object_add(
+				so, "throttled_s",
+				json_object_new_double_s(s->throttled * period, buf));
 			json_object_object_add(sv, s->sv.p->name, so);
 		}
 		json_object_object_add(o, "services", sv);
@@ -256,13 +268,15 @@ static void summary(struct replay *rp, const char *error)
 		return;
 	}
 	printf("summary: %llu tick(s), %.3f s, %llu decision(s)%s\n", (unsigned long long)rp->ticks,
-	       span, (unsigned long long)rp->decisions, error ? " (the recording ends in an error)" : "");
+	       span, (unsigned long long)rp->decisions,
+	       error ? " (the recording ends in an error)" : "");
 	for (size_t i = 0; i < rp->set->n; i++) {
 		struct rsvc *s = &rp->svc[i];
 		bool any = false;
 
 		printf("  %s: %s", s->sv.p->name,
-		       s->sv.p->klass == POLICY_LATENCY_CRITICAL ? "latency-critical" : "best-effort");
+		       s->sv.p->klass == POLICY_LATENCY_CRITICAL ? "latency-critical" :
+								   "best-effort");
 		if (!s->present) {
 			printf(", not in the recording\n");
 			continue;
@@ -278,8 +292,8 @@ static void summary(struct replay *rp, const char *error)
 			       (unsigned long long)s->changes[k]);
 			any = true;
 		}
-		printf("%s; throttled %.3f s of %.3f s\n", any ? "" : " none", s->throttled * period,
-		       s->present * period);
+		printf("%s; throttled %.3f s of %.3f s\n", any ? "" : " none",
+		       s->throttled * period, s->present * period);
 	}
 }
 
@@ -320,13 +334,11 @@ static int load(struct replay *rp, char *policies, const char *config)
 
 int cmd_replay(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "policies", required_argument, NULL, 'p' },
-		{ "config", required_argument, NULL, 'C' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
+	static const struct option opts[] = { { "policies", required_argument, NULL, 'p' },
+					      { "config", required_argument, NULL, 'C' },
+					      { "json", no_argument, NULL, 'j' },
+					      { "help", no_argument, NULL, 'h' },
+					      {} };
 	struct replay rp = { 0 };
 	struct rec_reader *rd = NULL;
 	struct rec_tick t = { 0 };
@@ -336,18 +348,27 @@ int cmd_replay(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': policies = optarg; break;
-		case 'C': config = optarg; break;
-		case 'j': rp.json = true; break;
-		case 'h': help(); return 0;
+		case 'p':
+			policies = optarg;
+			break;
+		case 'C':
+			config = optarg;
+			break;
+		case 'j':
+			rp.json = true;
+			break;
+		case 'h':
+			help();
+			return 0;
 		default:
 			log_error("try 'tailwarden replay --help'");
 			return TW_EXIT_USAGE;
 		}
 	}
 	if (optind + 1 != argc) {
-		log_error(optind == argc ? "a recording FILE is required; try 'tailwarden replay --help'"
-					 : "one recording FILE only; try 'tailwarden replay --help'");
+		log_error(optind == argc ?
+				  "a recording FILE is required; try 'tailwarden replay --help'" :
+				  "one recording FILE only; try 'tailwarden replay --help'");
 		return TW_EXIT_USAGE;
 	}
 	rp.file = argv[optind];
@@ -368,7 +389,8 @@ int cmd_replay(int argc, char **argv)
 		r = replay_tick(&rp, &t);
 		rec_tick_clear(&t);
 		if (r) {
-			snprintf(err, sizeof(err), "%s: Failed to replay a tick: %s", rp.file, strerror(-r));
+			snprintf(err, sizeof(err), "%s: Failed to replay a tick: %s", rp.file,
+				 strerror(-r));
 			break;
 		}
 	}

@@ -121,8 +121,8 @@ void report_window_phases(struct report_service *s, const struct qos_sample *win
 		s->phase_p99_s[i] = window->phase_on[i] ? pct_s(&window->phase[i], 0.99) : NAN;
 }
 
-void report_action(struct report *r, struct report_service *s, const struct action *a,
-		   bool dry_run, bool applied, int err)
+void report_action(struct report *r, struct report_service *s, const struct action *a, bool dry_run,
+		   bool applied, int err)
 {
 	struct report_action *l = &r->last[r->next];
 	struct timespec ts;

@@ -30,13 +30,13 @@ struct report_disk {
 };
 
 struct report_knob {
-	bool shown;       /* the policy has a range for it, or we changed it */
-	double value;     /* as it is now; INFINITY = max; NAN: unreadable */
-	double original;  /* before our first change; NAN when we have not changed it */
+	bool shown;	   /* the policy has a range for it, or we changed it */
+	double value;	   /* as it is now; INFINITY = max; NAN: unreadable */
+	double original;   /* before our first change; NAN when we have not changed it */
 	double ours_value; /* what we set (or, in dry-run, would have); NAN if nothing */
-	bool ours;        /* it holds what we wrote */
-	bool overridden;  /* someone else changed it after us: hands off */
-	uint64_t actions; /* decisions about it since start */
+	bool ours;	   /* it holds what we wrote */
+	bool overridden;   /* someone else changed it after us: hands off */
+	uint64_t actions;  /* decisions about it since start */
 };
 
 /* Cumulative since start (the counters of /metrics). */
@@ -44,42 +44,42 @@ struct report_counters {
 	uint64_t requests;
 	struct hist latency;
 	struct hist phase[TW_PHASES]; /* the requests' phases (enum tw_phase) */
-	bool contention;  /* the contention sensor has seen this cgroup */
+	bool contention;	      /* the contention sensor has seen this cgroup */
 	double runq_s, cpu_usage_s, cpu_throttled_s, io_read_bytes, io_write_bytes;
 	double futex_wait_s, lock_contention_s, page_faults, reclaim_s, tcp_retransmits;
 	double psi_cpu, psi_io, psi_memory; /* avg10, percent (gauges) */
 };
 
 struct report_service {
-	bool active;            /* in the policy set now */
+	bool active; /* in the policy set now */
 	char name[256];
 	bool latency_critical;
-	char cgroup[PATH_MAX];  /* "" until found */
-	char unit[256];         /* "" without Unit= */
-	uint64_t cgroup_id;     /* 0 while absent */
-	double percentile;      /* NAN for best-effort */
-	double target_s;        /* NAN for best-effort */
+	char cgroup[PATH_MAX];		 /* "" until found */
+	char unit[256];			 /* "" without Unit= */
+	uint64_t cgroup_id;		 /* 0 while absent */
+	double percentile;		 /* NAN for best-effort */
+	double target_s;		 /* NAN for best-effort */
 	double p50_s, p99_s, pct_s, rps; /* last complete window; NAN when none */
 	double phase_p99_s[TW_PHASES]; /* the window's p99 of each phase; NAN when none or unseen */
-	double slack;           /* NAN when no verdict */
-	char verdict[256];      /* "" when none */
-	char absent[512];       /* why it is not controlled now, "" when it is */
+	double slack;		       /* NAN when no verdict */
+	char verdict[256];	       /* "" when none */
+	char absent[512];	       /* why it is not controlled now, "" when it is */
 	struct report_knob knobs[KNOB_MAX];
 	struct report_counters c;
 };
 
 struct report_action {
-	double ts;              /* unix seconds */
+	double ts; /* unix seconds */
 	char service[256];
 	char knob[16];
 	double old_value, new_value; /* INFINITY = max */
 	char reason[256];
 	bool dry_run, applied;
-	char error[128];        /* "" when none */
+	char error[128]; /* "" when none */
 };
 
 struct report_map {
-	const char *name;       /* static */
+	const char *name; /* static */
 	size_t entries, capacity;
 };
 
@@ -88,11 +88,11 @@ struct report {
 	bool dry_run;
 	double period_s;
 	char sensing_mode[32];
-	char phases_unseen[256]; /* why a phase is not seen in this mode, "" when all are */
+	char phases_unseen[256];    /* why a phase is not seen in this mode, "" when all are */
 	bool phase_seen[TW_PHASES]; /* the mode sees the phase: it has a series in /metrics */
-	double started;         /* unix seconds */
-	double last_tick;       /* unix seconds of the last completed tick, 0 before */
-	double tick_duration_s; /* how long the last tick took */
+	double started;		    /* unix seconds */
+	double last_tick;	    /* unix seconds of the last completed tick, 0 before */
+	double tick_duration_s;	    /* how long the last tick took */
 	uint64_t ticks;
 	char reload_error[256]; /* the last rejected reload, "" when the last was taken */
 	struct report_service *svc;
@@ -103,8 +103,8 @@ struct report {
 	uint64_t drop_req_cgroups, drop_req_conns, drop_req_spans;
 	uint64_t drop_cont_cgroups, drop_cont_stamps;
 	bool have_contention;
-	struct report_map maps[2]; /* request and contention per-cgroup tables */
-	uint64_t freed;         /* entries of removed cgroups freed since start */
+	struct report_map maps[2];  /* request and contention per-cgroup tables */
+	uint64_t freed;		    /* entries of removed cgroups freed since start */
 	uint64_t decision_log_lost; /* decision log lines lost (unwritable file) since start */
 	struct report_disk disks[REPORT_DISKS]; /* the disks `run` reported on at start */
 	size_t n_disks;
@@ -128,8 +128,8 @@ void report_window(struct report_service *s, const struct hist *h, uint64_t requ
 /* The same window's phases (their p99s; an unseen or empty phase NAN). */
 void report_window_phases(struct report_service *s, const struct qos_sample *window);
 /* One decision, applied or not. */
-void report_action(struct report *r, struct report_service *s, const struct action *a,
-		   bool dry_run, bool applied, int err);
+void report_action(struct report *r, struct report_service *s, const struct action *a, bool dry_run,
+		   bool applied, int err);
 /* The i-th of the last actions, oldest first (i < r->n_last). */
 const struct report_action *report_last(const struct report *r, size_t i);
 

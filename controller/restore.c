@@ -62,7 +62,8 @@ static int restore_dir(const char *dir, const char *cgroup_base)
 		return 0;
 	}
 	if (r && why) {
-		log_error("refusing the state directory %s: it %s; not touching anything", name, why);
+		log_error("refusing the state directory %s: it %s; not touching anything", name,
+			  why);
 		return 1;
 	}
 	if (r) {
@@ -71,7 +72,9 @@ static int restore_dir(const char *dir, const char *cgroup_base)
 	}
 	r = knob_state_open(dir, &s);
 	if (r == -EBADMSG) {
-		log_error("%s/" TW_STATE_FILE " is not a tailwarden state file; not touching anything", name);
+		log_error("%s/" TW_STATE_FILE
+			  " is not a tailwarden state file; not touching anything",
+			  name);
 		return 1;
 	}
 	if (r) {
@@ -82,7 +85,8 @@ static int restore_dir(const char *dir, const char *cgroup_base)
 	knob_state_free(s);
 	if (r < 0) {
 		fflush(stdout);
-		log_error_errno(r, "Failed to restore some knobs (%s/" TW_STATE_FILE " keeps them)", name);
+		log_error_errno(r, "Failed to restore some knobs (%s/" TW_STATE_FILE " keeps them)",
+				name);
 		return 1;
 	}
 	if (r == 0 && !left)
@@ -91,18 +95,17 @@ static int restore_dir(const char *dir, const char *cgroup_base)
 		printf("restored %d knob(s) recorded in %s/" TW_STATE_FILE "\n", r, name);
 	else
 		printf("restored %d knob(s) recorded in %s/" TW_STATE_FILE
-		       "; left %d alone (changed by someone else since)\n", r, name, left);
+		       "; left %d alone (changed by someone else since)\n",
+		       r, name, left);
 	return 0;
 }
 
 int cmd_restore(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "state-dir", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
+	static const struct option opts[] = { { "config", required_argument, NULL, 'c' },
+					      { "state-dir", required_argument, NULL, 's' },
+					      { "help", no_argument, NULL, 'h' },
+					      {} };
 	const char *dir = NULL, *config = NULL;
 	struct tw_config *cfg = NULL;
 	int c, r;
@@ -124,7 +127,8 @@ int cmd_restore(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		log_error("unexpected argument '%s'; try 'tailwarden restore --help'", argv[optind]);
+		log_error("unexpected argument '%s'; try 'tailwarden restore --help'",
+			  argv[optind]);
 		return TW_EXIT_USAGE;
 	}
 	/*

@@ -34,14 +34,12 @@ static void help(void)
 
 int cmd_run(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "policies", required_argument, NULL, 'p' },
-		{ "dry-run", no_argument, NULL, 'd' },
-		{ "no-contention", no_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
+	static const struct option opts[] = { { "config", required_argument, NULL, 'c' },
+					      { "policies", required_argument, NULL, 'p' },
+					      { "dry-run", no_argument, NULL, 'd' },
+					      { "no-contention", no_argument, NULL, 'N' },
+					      { "help", no_argument, NULL, 'h' },
+					      {} };
 	struct manager_opts o = { 0 };
 	const char *config = NULL;
 	char *policies = NULL;
@@ -52,11 +50,21 @@ int cmd_run(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': config = optarg; break;
-		case 'p': policies = optarg; break;
-		case 'd': o.dry_run = true; break;
-		case 'N': o.no_contention = true; break;
-		case 'h': help(); return 0;
+		case 'c':
+			config = optarg;
+			break;
+		case 'p':
+			policies = optarg;
+			break;
+		case 'd':
+			o.dry_run = true;
+			break;
+		case 'N':
+			o.no_contention = true;
+			break;
+		case 'h':
+			help();
+			return 0;
 		default:
 			log_error("try 'tailwarden run --help'");
 			return TW_EXIT_USAGE;

@@ -6,7 +6,8 @@
 
 int sensors_open(const struct sensors_opts *o, struct sensor **sensor, struct contention **cont)
 {
-	struct contention_opts co = { .signals = o->signals, .cgroup_base = o->cgroup_base,
+	struct contention_opts co = { .signals = o->signals,
+				      .cgroup_base = o->cgroup_base,
 				      .max_cgroups = TW_MAX_CGROUPS };
 	const char *why = NULL;
 	int r;
@@ -14,7 +15,8 @@ int sensors_open(const struct sensors_opts *o, struct sensor **sensor, struct co
 	*cont = NULL;
 	r = sensor_open(o->sensor, sensor, &why);
 	if (r)
-		return log_error_errno(r, "Failed to start sensing: %s (%m)", why ? why : "unknown");
+		return log_error_errno(r, "Failed to start sensing: %s (%m)",
+				       why ? why : "unknown");
 	if (!o->signals)
 		return 0;
 	r = contention_open(&co, cont, &why);

@@ -8,9 +8,9 @@
 
 struct sensors_opts {
 	const struct sensor_opts *sensor;
-	unsigned signals;        /* contention signals to load; 0: none */
+	unsigned signals;	 /* contention signals to load; 0: none */
 	const char *cgroup_base; /* for the contention sensor's cgroupfs reads */
-	const char *without;     /* what is lost without contention, for the warning */
+	const char *without;	 /* what is lost without contention, for the warning */
 };
 
 /*

@@ -58,7 +58,7 @@ int service_found(struct service *s, struct engine *e, uint64_t id, uint64_t *ol
 
 void service_input_init(struct engine_input *in)
 {
-	memset(in, 0, sizeof(*in)); /* no window, no latency */
+	memset(in, 0, sizeof(*in));	    /* no window, no latency */
 	in->cpu_usage = in->io_usage = NAN; /* until the contention sample says */
 	for (int k = 0; k < KNOB_MAX; k++)
 		in->knob[k] = NAN;

@@ -19,11 +19,11 @@
 
 struct service {
 	const struct policy *p;
-	int idx;                   /* its index in the policy set (and the engine) */
-	uint64_t cgid;             /* its cgroup's id; 0 while it does not exist */
-	uint64_t last_cgid;        /* the id it had before it vanished */
-	struct feed feed;          /* window and diagnosis */
-	double written[KNOB_MAX];  /* last value we wrote (or, in dry-run, would have) */
+	int idx;		  /* its index in the policy set (and the engine) */
+	uint64_t cgid;		  /* its cgroup's id; 0 while it does not exist */
+	uint64_t last_cgid;	  /* the id it had before it vanished */
+	struct feed feed;	  /* window and diagnosis */
+	double written[KNOB_MAX]; /* last value we wrote (or, in dry-run, would have) */
 	bool wrote[KNOB_MAX];
 	bool overridden[KNOB_MAX]; /* changed by someone else after us: hands off */
 };

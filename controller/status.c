@@ -116,17 +116,21 @@ static struct json_object *service_json(const struct report_service *s, bool dry
 	if (!o)
 		return NULL;
 	json_object_object_add(o, "name", json_object_new_string(s->name));
-	json_object_object_add(o, "class", json_object_new_string(s->latency_critical ? "latency-critical" : "best-effort"));
+	json_object_object_add(
+		o, "class",
+		json_object_new_string(s->latency_critical ? "latency-critical" : "best-effort"));
 	json_object_object_add(o, "cgroup", str_or_null(s->cgroup));
 	json_object_object_add(o, "unit", str_or_null(s->unit));
-	json_object_object_add(o, "cgroup_id", s->cgroup_id ? json_object_new_int64(s->cgroup_id) : NULL);
+	json_object_object_add(o, "cgroup_id",
+			       s->cgroup_id ? json_object_new_int64(s->cgroup_id) : NULL);
 	json_object_object_add(o, "percentile", num(s->percentile));
 	json_object_object_add(o, "target_us", us(s->target_s));
 	json_object_object_add(o, "p50_us", us(s->p50_s));
 	json_object_object_add(o, "p99_us", us(s->p99_s));
 	json_object_object_add(o, "objective_pct_us", us(s->pct_s));
 	json_object_object_add(o, "rps", num(isfinite(s->rps) ? round(s->rps * 10) / 10 : NAN));
-	json_object_object_add(o, "slack", num(isfinite(s->slack) ? round(s->slack * 1000) / 1000 : NAN));
+	json_object_object_add(o, "slack",
+			       num(isfinite(s->slack) ? round(s->slack * 1000) / 1000 : NAN));
 	json_object_object_add(o, "verdict", str_or_null(s->verdict));
 	json_object_object_add(o, "absent", str_or_null(s->absent));
 	json_object_object_add(o, "requests_total", json_object_new_int64(s->c.requests));
@@ -174,11 +178,17 @@ static struct json_object *tables_json(const struct report *r)
 		json_object_object_add(m, "capacity", json_object_new_int64(r->maps[i].capacity));
 		json_object_array_add(maps, m);
 	}
-	json_object_object_add(drops, "request_cgroups", json_object_new_int64(r->drop_req_cgroups));
-	json_object_object_add(drops, "request_connections", json_object_new_int64(r->drop_req_conns));
+	json_object_object_add(drops, "request_cgroups",
+			       json_object_new_int64(r->drop_req_cgroups));
+	json_object_object_add(drops, "request_connections",
+			       json_object_new_int64(r->drop_req_conns));
 	json_object_object_add(drops, "request_spans", json_object_new_int64(r->drop_req_spans));
-	json_object_object_add(drops, "contention_cgroups", r->have_contention ? json_object_new_int64(r->drop_cont_cgroups) : NULL);
-	json_object_object_add(drops, "contention_stamps", r->have_contention ? json_object_new_int64(r->drop_cont_stamps) : NULL);
+	json_object_object_add(drops, "contention_cgroups",
+			       r->have_contention ? json_object_new_int64(r->drop_cont_cgroups) :
+						    NULL);
+	json_object_object_add(drops, "contention_stamps",
+			       r->have_contention ? json_object_new_int64(r->drop_cont_stamps) :
+						    NULL);
 	json_object_object_add(o, "maps", maps);
 	json_object_object_add(o, "drops", drops);
 	json_object_object_add(o, "freed_total", json_object_new_int64(r->freed));
@@ -217,8 +227,10 @@ static struct json_object *report_json(const struct report *r)
 	json_object_object_add(o, "period_s", json_object_new_double(r->period_s));
 	json_object_object_add(o, "sensing", str_or_null(r->sensing_mode));
 	json_object_object_add(o, "phases_unseen", str_or_null(r->phases_unseen));
-	json_object_object_add(o, "started", json_object_new_double(round(r->started * 1000) / 1000));
-	json_object_object_add(o, "last_tick", json_object_new_double(round(r->last_tick * 1000) / 1000));
+	json_object_object_add(o, "started",
+			       json_object_new_double(round(r->started * 1000) / 1000));
+	json_object_object_add(o, "last_tick",
+			       json_object_new_double(round(r->last_tick * 1000) / 1000));
 	json_object_object_add(o, "tick_duration_s", json_object_new_double(r->tick_duration_s));
 	json_object_object_add(o, "ticks", json_object_new_int64(r->ticks));
 	json_object_object_add(o, "reload_error", str_or_null(r->reload_error));
@@ -272,13 +284,20 @@ struct field {
 static int type_of(struct json_object *v)
 {
 	switch (json_object_get_type(v)) {
-	case json_type_null: return T_NULL;
-	case json_type_boolean: return T_BOOL;
-	case json_type_int: return T_INT | T_NUM;
-	case json_type_double: return T_NUM;
-	case json_type_string: return T_STR;
-	case json_type_array: return T_ARR;
-	case json_type_object: return T_OBJ;
+	case json_type_null:
+		return T_NULL;
+	case json_type_boolean:
+		return T_BOOL;
+	case json_type_int:
+		return T_INT | T_NUM;
+	case json_type_double:
+		return T_NUM;
+	case json_type_string:
+		return T_STR;
+	case json_type_array:
+		return T_ARR;
+	case json_type_object:
+		return T_OBJ;
 	}
 	return 0;
 }
@@ -298,39 +317,74 @@ static bool fields_ok(struct json_object *o, const struct field *f, size_t n, co
 }
 
 static const struct field top_fields[] = {
-	{ "pid", T_INT }, { "dry_run", T_BOOL }, { "period_s", T_NUM },
-	{ "sensing", T_STR | T_NULL }, { "phases_unseen", T_STR | T_NULL },
-	{ "started", T_NUM }, { "last_tick", T_NUM },
-	{ "tick_duration_s", T_NUM }, { "ticks", T_INT }, { "reload_error", T_STR | T_NULL },
+	{ "pid", T_INT },
+	{ "dry_run", T_BOOL },
+	{ "period_s", T_NUM },
+	{ "sensing", T_STR | T_NULL },
+	{ "phases_unseen", T_STR | T_NULL },
+	{ "started", T_NUM },
+	{ "last_tick", T_NUM },
+	{ "tick_duration_s", T_NUM },
+	{ "ticks", T_INT },
+	{ "reload_error", T_STR | T_NULL },
 	{ "decision_log_lost", T_INT },
-	{ "services", T_ARR }, { "last_actions", T_ARR }, { "tables", T_OBJ }, { "disks", T_ARR },
+	{ "services", T_ARR },
+	{ "last_actions", T_ARR },
+	{ "tables", T_OBJ },
+	{ "disks", T_ARR },
 };
 static const struct field svc_fields[] = {
-	{ "name", T_STR }, { "class", T_STR }, { "cgroup", T_STR | T_NULL },
-	{ "unit", T_STR | T_NULL }, { "cgroup_id", T_INT | T_NULL },
-	{ "percentile", T_NUM | T_NULL }, { "target_us", T_NUM | T_NULL },
-	{ "p50_us", T_NUM | T_NULL }, { "p99_us", T_NUM | T_NULL },
-	{ "objective_pct_us", T_NUM | T_NULL }, { "rps", T_NUM | T_NULL },
-	{ "slack", T_NUM | T_NULL }, { "verdict", T_STR | T_NULL }, { "absent", T_STR | T_NULL },
-	{ "requests_total", T_INT }, { "phases_p99_us", T_OBJ }, { "knobs", T_ARR },
+	{ "name", T_STR },
+	{ "class", T_STR },
+	{ "cgroup", T_STR | T_NULL },
+	{ "unit", T_STR | T_NULL },
+	{ "cgroup_id", T_INT | T_NULL },
+	{ "percentile", T_NUM | T_NULL },
+	{ "target_us", T_NUM | T_NULL },
+	{ "p50_us", T_NUM | T_NULL },
+	{ "p99_us", T_NUM | T_NULL },
+	{ "objective_pct_us", T_NUM | T_NULL },
+	{ "rps", T_NUM | T_NULL },
+	{ "slack", T_NUM | T_NULL },
+	{ "verdict", T_STR | T_NULL },
+	{ "absent", T_STR | T_NULL },
+	{ "requests_total", T_INT },
+	{ "phases_p99_us", T_OBJ },
+	{ "knobs", T_ARR },
 };
 static const struct field knob_fields[] = {
-	{ "knob", T_STR }, { "value", T_NUM | T_STR | T_NULL }, { "original", T_NUM | T_STR | T_NULL },
-	{ "ours", T_BOOL }, { "overridden", T_BOOL }, { "actions", T_INT },
+	{ "knob", T_STR },
+	{ "value", T_NUM | T_STR | T_NULL },
+	{ "original", T_NUM | T_STR | T_NULL },
+	{ "ours", T_BOOL },
+	{ "overridden", T_BOOL },
+	{ "actions", T_INT },
 };
 static const struct field action_fields[] = {
-	{ "ts", T_NUM }, { "service", T_STR }, { "knob", T_STR }, { "old", T_NUM | T_STR | T_NULL },
-	{ "new", T_NUM | T_STR | T_NULL }, { "reason", T_STR }, { "dry_run", T_BOOL },
-	{ "applied", T_BOOL }, { "error", T_STR | T_NULL },
+	{ "ts", T_NUM },
+	{ "service", T_STR },
+	{ "knob", T_STR },
+	{ "old", T_NUM | T_STR | T_NULL },
+	{ "new", T_NUM | T_STR | T_NULL },
+	{ "reason", T_STR },
+	{ "dry_run", T_BOOL },
+	{ "applied", T_BOOL },
+	{ "error", T_STR | T_NULL },
 };
 static const struct field tables_fields[] = {
-	{ "maps", T_ARR }, { "drops", T_OBJ }, { "freed_total", T_INT },
+	{ "maps", T_ARR },
+	{ "drops", T_OBJ },
+	{ "freed_total", T_INT },
 };
 static const struct field map_fields[] = {
-	{ "map", T_STR }, { "entries", T_INT }, { "capacity", T_INT },
+	{ "map", T_STR },
+	{ "entries", T_INT },
+	{ "capacity", T_INT },
 };
 static const struct field disk_fields[] = {
-	{ "device", T_STR }, { "scheduler", T_STR | T_NULL }, { "original", T_STR | T_NULL },
+	{ "device", T_STR },
+	{ "scheduler", T_STR | T_NULL },
+	{ "original", T_STR | T_NULL },
 	{ "io_weight_acts", T_BOOL },
 };
 
@@ -412,7 +466,8 @@ static int status_read(const char *path, struct json_object **out)
 		return r == -ENOENT ? r : log_error_errno(r, "Failed to open %s: %m", path);
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > STATUS_MAX_BYTES) {
-		log_error("%s: not a regular file of at most %d bytes; ignoring it", path, STATUS_MAX_BYTES);
+		log_error("%s: not a regular file of at most %d bytes; ignoring it", path,
+			  STATUS_MAX_BYTES);
 		close(fd);
 		return -EBADMSG;
 	}
@@ -431,8 +486,8 @@ static int status_read(const char *path, struct json_object **out)
 	o = json_tokener_parse(buf);
 	free(buf);
 	if (!o || !status_valid(o, &bad)) {
-		log_error("%s: not a valid status file (%s%s); ignoring it", path, o ? "field missing or of the wrong type: " : "",
-			  o ? bad : "not JSON");
+		log_error("%s: not a valid status file (%s%s); ignoring it", path,
+			  o ? "field missing or of the wrong type: " : "", o ? bad : "not JSON");
 		json_object_put(o);
 		return -EBADMSG;
 	}
@@ -497,7 +552,8 @@ static void print_service(struct json_object *s)
 	const char *unit = s_of(s, "unit"), *cg = s_of(s, "cgroup");
 
 	printf("\n● %s (%s)\n", s_of(s, "name"), s_of(s, "class"));
-	printf("    %-9s %s%s%s", "cgroup", unit ? unit : "", unit ? " -> " : "", cg ? cg : "(not found)");
+	printf("    %-9s %s%s%s", "cgroup", unit ? unit : "", unit ? " -> " : "",
+	       cg ? cg : "(not found)");
 	if (id && type_of(id) & T_INT)
 		printf(" (id %lld)", (long long)json_object_get_int64(id));
 	printf("\n");
@@ -561,14 +617,14 @@ static void print_tables(struct json_object *t)
 		       (long long)json_object_get_int64(get(m, "entries")),
 		       (long long)json_object_get_int64(get(m, "capacity")));
 	}
-	json_object_object_foreach(drops, key, v) {
+	json_object_object_foreach (drops, key, v) {
 		(void)key;
 		if (json_object_is_type(v, json_type_int))
 			total += json_object_get_int64(v);
 	}
 	printf("; %llu events dropped", (unsigned long long)total);
 	if (total) {
-		json_object_object_foreach(drops, k2, v2)
+		json_object_object_foreach (drops, k2, v2)
 			if (json_object_is_type(v2, json_type_int) && json_object_get_int64(v2))
 				printf(" (%s %lld)", k2, (long long)json_object_get_int64(v2));
 	}
@@ -587,8 +643,9 @@ static void print_disks(struct json_object *disks)
 		       s_of(d, "scheduler") ? s_of(d, "scheduler") : "(unreadable)");
 		if (s_of(d, "original"))
 			printf(" (switched by tailwarden, was %s)", s_of(d, "original"));
-		printf(", I/O weight %s", json_object_get_boolean(get(d, "io_weight_acts"))
-					   ? "acts" : "has no effect");
+		printf(", I/O weight %s", json_object_get_boolean(get(d, "io_weight_acts")) ?
+						  "acts" :
+						  "has no effect");
 	}
 	if (n)
 		printf("\n");
@@ -611,7 +668,8 @@ static void print_actions(struct json_object *acts)
 		fmt_knob(nw, sizeof(nw), knob, d_of(a, "new"));
 		printf("  %s %s %s %s -> %s%s: %s\n", when, s_of(a, "service"), knob, o, nw,
 		       json_object_get_boolean(get(a, "dry_run")) ? " (dry-run)" :
-		       json_object_get_boolean(get(a, "applied")) ? "" : " (failed)",
+		       json_object_get_boolean(get(a, "applied")) ? "" :
+								    " (failed)",
 		       s_of(a, "reason"));
 	}
 }
@@ -629,7 +687,8 @@ static void print_human(struct json_object *o)
 	fmt_age(up, sizeof(up), now - d_of(o, "started"));
 	printf("● tailwarden: running (pid %lld), %s, up %s\n",
 	       (long long)json_object_get_int64(get(o, "pid")),
-	       json_object_get_boolean(get(o, "dry_run")) ? "dry-run (nothing is written)" : "live", up);
+	       json_object_get_boolean(get(o, "dry_run")) ? "dry-run (nothing is written)" : "live",
+	       up);
 	if (json_object_get_int64(get(o, "ticks")) > 0)
 		printf("     loop: period %gs, %lld ticks, last %s ago (took %.1fms)",
 		       d_of(o, "period_s"), (long long)json_object_get_int64(get(o, "ticks")), age,
@@ -644,7 +703,8 @@ static void print_human(struct json_object *o)
 	print_tables(get(o, "tables"));
 	print_disks(get(o, "disks"));
 	if (s_of(o, "reload_error"))
-		printf("   reload: last one REJECTED, old policies kept: %s\n", s_of(o, "reload_error"));
+		printf("   reload: last one REJECTED, old policies kept: %s\n",
+		       s_of(o, "reload_error"));
 	if (json_object_get_int64(get(o, "decision_log_lost")))
 		printf("   decision log: %lld line(s) lost (its file could not be written)\n",
 		       (long long)json_object_get_int64(get(o, "decision_log_lost")));
@@ -691,12 +751,10 @@ static int status_path(const char *config, char *path, size_t len)
 
 int cmd_status(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
+	static const struct option opts[] = { { "config", required_argument, NULL, 'c' },
+					      { "json", no_argument, NULL, 'j' },
+					      { "help", no_argument, NULL, 'h' },
+					      {} };
 	const char *config = NULL;
 	char path[PATH_MAX];
 	struct json_object *o = NULL;
@@ -705,9 +763,15 @@ int cmd_status(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': config = optarg; break;
-		case 'j': json = true; break;
-		case 'h': help(); return 0;
+		case 'c':
+			config = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			help();
+			return 0;
 		default:
 			log_error("try 'tailwarden status --help'");
 			return TW_EXIT_USAGE;
@@ -729,8 +793,9 @@ int cmd_status(int argc, char **argv)
 		return not_running(json);
 	}
 	if (json)
-		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-							      JSON_C_TO_STRING_NOSLASHESCAPE));
+		printf("%s\n",
+		       json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+								 JSON_C_TO_STRING_NOSLASHESCAPE));
 	else
 		print_human(o);
 	json_object_put(o);

@@ -21,7 +21,6 @@
 #include "sensing/reap.h"
 #include "sensing/sensor.h"
 
-
 struct filter {
 	char rel[PATH_MAX];
 	uint64_t id;
@@ -51,7 +50,7 @@ struct top {
 	struct diag_slot *diags;
 	size_t ndiags;
 	struct sensor_snapshot *start; /* the maps when everything was attached */
-	double attached; /* CLOCK_MONOTONIC s of that snapshot */
+	double attached;	       /* CLOCK_MONOTONIC s of that snapshot */
 };
 
 struct row {
@@ -111,19 +110,17 @@ static int parse_double(const char *s, double lo, double hi, double *out)
 
 static int parse_args(struct top *t, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "cgroup", required_argument, NULL, 'c' },
-		{ "interval", required_argument, NULL, 'i' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "max-conns", required_argument, NULL, 'C' },
-		{ "no-contention", no_argument, NULL, 'N' },
-		{ "signals", required_argument, NULL, 'S' },
-		{ "outbound", no_argument, NULL, 'O' },
-		{ "help", no_argument, NULL, 'h' },
-		{}
-	};
+	static const struct option opts[] = { { "cgroup", required_argument, NULL, 'c' },
+					      { "interval", required_argument, NULL, 'i' },
+					      { "count", required_argument, NULL, 'n' },
+					      { "json", no_argument, NULL, 'j' },
+					      { "mode", required_argument, NULL, 'm' },
+					      { "max-conns", required_argument, NULL, 'C' },
+					      { "no-contention", no_argument, NULL, 'N' },
+					      { "signals", required_argument, NULL, 'S' },
+					      { "outbound", no_argument, NULL, 'O' },
+					      { "help", no_argument, NULL, 'h' },
+					      {} };
 	double v;
 	int c;
 
@@ -137,7 +134,9 @@ static int parse_args(struct top *t, int argc, char **argv)
 			break;
 		case 'i':
 			if (parse_double(optarg, 0.05, 3600, &t->interval)) {
-				log_error("--interval: '%s' is not a number of seconds between 0.05 and 3600", optarg);
+				log_error(
+					"--interval: '%s' is not a number of seconds between 0.05 and 3600",
+					optarg);
 				return -EINVAL;
 			}
 			break;
@@ -153,13 +152,17 @@ static int parse_args(struct top *t, int argc, char **argv)
 			break;
 		case 'm':
 			if (sensor_mode_parse(optarg, &t->sopts.mode)) {
-				log_error("--mode: '%s' is not one of auto, arrival, receive, syscall", optarg);
+				log_error(
+					"--mode: '%s' is not one of auto, arrival, receive, syscall",
+					optarg);
 				return -EINVAL;
 			}
 			break;
 		case 'C':
 			if (parse_double(optarg, 1024, 16777216, &v) || v != (long)v) {
-				log_error("--max-conns: '%s' is not a whole number between 1024 and 16777216", optarg);
+				log_error(
+					"--max-conns: '%s' is not a whole number between 1024 and 16777216",
+					optarg);
 				return -EINVAL;
 			}
 			t->sopts.max_conns = v;
@@ -172,7 +175,9 @@ static int parse_args(struct top *t, int argc, char **argv)
 			break;
 		case 'S':
 			if (contention_signals_parse(optarg, &t->signals)) {
-				log_error("--signals: '%s' is not a list of sched, block, vfs, futex, lock, memory, network, tcp_rtt, page_faults, default, all", optarg);
+				log_error(
+					"--signals: '%s' is not a list of sched, block, vfs, futex, lock, memory, network, tcp_rtt, page_faults, default, all",
+					optarg);
 				return -EINVAL;
 			}
 			break;
@@ -201,15 +206,16 @@ static int resolve_filters(struct top *t)
 		snprintf(arg, sizeof(arg), "%s", f->rel);
 		r = cg_resolve(TW_CGROUP_BASE, t->root, arg, f->rel, sizeof(f->rel), &f->id);
 		if (r)
-			return log_error_errno(r, "--cgroup %s: no such cgroup under %s", arg, t->root);
+			return log_error_errno(r, "--cgroup %s: no such cgroup under %s", arg,
+					       t->root);
 	}
 	return 0;
 }
 
 static bool active(const struct qos_sample *s)
 {
-	return s->requests || s->bytes_in || s->bytes_out || s->out_requests ||
-	       s->out_bytes_in || s->out_bytes_out || s->conns_open > 0;
+	return s->requests || s->bytes_in || s->bytes_out || s->out_requests || s->out_bytes_in ||
+	       s->out_bytes_out || s->conns_open > 0;
 }
 
 static int row_cmp(const void *a, const void *b)
@@ -255,8 +261,9 @@ static void diagnose(struct top *t, struct row *r, double iv)
 {
 	struct diag_state *ds;
 
-	r->have_c = t->cont && t->cnow && r->path &&
-		    !contention_sample(t->cont, t->cnow, t->cprev, r->s.cgroup_id, r->path, iv, &r->c);
+	r->have_c =
+		t->cont && t->cnow && r->path &&
+		!contention_sample(t->cont, t->cnow, t->cprev, r->s.cgroup_id, r->path, iv, &r->c);
 	ds = t->cont ? diag_for(t, r->s.cgroup_id) : NULL;
 	if (!ds)
 		return;
@@ -323,7 +330,8 @@ static int print_window(struct top *t, const struct row *rows, size_t n,
 
 			if (!o)
 				return -ENOMEM;
-			output_contention_json(o, r->have_c ? &r->c : NULL, r->have_d ? &r->d : NULL);
+			output_contention_json(o, r->have_c ? &r->c : NULL,
+					       r->have_d ? &r->d : NULL);
 			if (output_json_line(stdout, o))
 				return -EIO;
 		}
@@ -419,8 +427,10 @@ static int setup(struct top *t)
 
 	r = cg_root_find(TW_CGROUP_BASE, t->root, sizeof(t->root));
 	if (r)
-		return log_error_errno(r, "Failed to find a cgroup2 hierarchy at %s or %s/unified (cgroup ids are cgroup2 inode numbers): %m",
-				       TW_CGROUP_BASE, TW_CGROUP_BASE);
+		return log_error_errno(
+			r,
+			"Failed to find a cgroup2 hierarchy at %s or %s/unified (cgroup ids are cgroup2 inode numbers): %m",
+			TW_CGROUP_BASE, TW_CGROUP_BASE);
 	r = resolve_filters(t);
 	if (r)
 		return r;

@@ -8,10 +8,8 @@
 const char *action_knob_name(enum action_knob k)
 {
 	static const char *const names[KNOB_MAX] = {
-		[KNOB_CPU_QUOTA] = "cpu.max",
-		[KNOB_CPU_WEIGHT] = "cpu.weight",
-		[KNOB_IO_WEIGHT] = "io.weight",
-		[KNOB_CPU_FREQ] = "cpufreq",
+		[KNOB_CPU_QUOTA] = "cpu.max",	    [KNOB_CPU_WEIGHT] = "cpu.weight",
+		[KNOB_IO_WEIGHT] = "io.weight",	    [KNOB_CPU_FREQ] = "cpufreq",
 		[KNOB_SCHED_SLICE] = "sched.slice",
 	};
 

@@ -7,19 +7,19 @@
 
 /* Values in the canonical units of policies/policy.h. */
 enum action_knob {
-	KNOB_CPU_QUOTA,  /* fraction of one CPU; INFINITY = no limit */
-	KNOB_CPU_WEIGHT, /* 1..10000 */
-	KNOB_IO_WEIGHT,  /* 1..10000 */
-	KNOB_CPU_FREQ,   /* max frequency, kHz */
+	KNOB_CPU_QUOTA,	  /* fraction of one CPU; INFINITY = no limit */
+	KNOB_CPU_WEIGHT,  /* 1..10000 */
+	KNOB_IO_WEIGHT,	  /* 1..10000 */
+	KNOB_CPU_FREQ,	  /* max frequency, kHz */
 	KNOB_SCHED_SLICE, /* EEVDF slice of the service's threads, ns; 0: their own (default) */
 	KNOB_MAX,
 };
 
 struct action {
-	int service;          /* index in the policy set */
+	int service; /* index in the policy set */
 	enum action_knob knob;
 	double old_value, new_value;
-	char reason[256];     /* in words: which signal, which value, which rule */
+	char reason[256]; /* in words: which signal, which value, which rule */
 };
 
 /* "cpu.max", "cpu.weight", "io.weight", "cpufreq", "sched.slice" */

@@ -23,8 +23,19 @@
 #define PERIOD_MAX_NS (60 * TW_NSEC_PER_SEC)
 
 enum { S_CONTROLLER };
-enum { K_PERIOD, K_DRY_RUN, K_POLICIES_DIR, K_STATE_DIR, K_DECISION_LOG, K_DECISION_LOG_MAX_SIZE, K_CGROUP_BASE, K_BUS, K_METRICS,
-       K_IO_SCHEDULER, K_IO_SCHEDULER_DEVICES };
+enum {
+	K_PERIOD,
+	K_DRY_RUN,
+	K_POLICIES_DIR,
+	K_STATE_DIR,
+	K_DECISION_LOG,
+	K_DECISION_LOG_MAX_SIZE,
+	K_CGROUP_BASE,
+	K_BUS,
+	K_METRICS,
+	K_IO_SCHEDULER,
+	K_IO_SCHEDULER_DEVICES
+};
 
 /* Is path dir itself or beneath it, component-wise ("/etc" holds "/etc/x", not "/etcx")? */
 static bool path_under(const char *path, const char *dir)
@@ -51,8 +62,8 @@ static bool has_dot_component(const char *path)
  * files among the system's (and the decision log could overwrite one).
  * "/lib" stands for /lib, /lib32, /lib64, /libx32.
  */
-static const char *const system_dirs[] = { "/etc", "/usr", "/bin", "/sbin", "/lib", "/boot",
-					   "/proc", "/sys", "/dev" };
+static const char *const system_dirs[] = { "/etc",  "/usr",  "/bin", "/sbin", "/lib",
+					   "/boot", "/proc", "/sys", "/dev" };
 
 static const char *system_dir_of(const char *path, bool beneath)
 {
@@ -94,7 +105,8 @@ static int set_path(char **dst, const char *v, bool file, char *why)
 
 static int set_period(void *obj, const char *v, char *why)
 {
-	return value_parse_duration_in(v, PERIOD_MIN_NS, PERIOD_MAX_NS, &((struct tw_config *)obj)->period_ns, why);
+	return value_parse_duration_in(v, PERIOD_MIN_NS, PERIOD_MAX_NS,
+				       &((struct tw_config *)obj)->period_ns, why);
 }
 
 static int set_dry_run(void *obj, const char *v, char *why)
@@ -115,7 +127,9 @@ static int set_state_dir(void *obj, const char *v, char *why)
 	if (r)
 		return r;
 	if (!strcmp(*dst, "/") || !strcmp(*dst, "/var") || system_dir_of(*dst, false))
-		return value_fail(why, "a system directory; use a directory of tailwarden's own, such as " TW_STATE_DIR);
+		return value_fail(
+			why,
+			"a system directory; use a directory of tailwarden's own, such as " TW_STATE_DIR);
 	return 0;
 }
 
@@ -135,12 +149,18 @@ static int set_decision_log(void *obj, const char *v, char *why)
 		return r;
 	sys = system_dir_of(*dst, true);
 	if (sys)
-		return value_fail(why, "is under %s, a system directory; use a file of tailwarden's own, such as " TW_STATE_DIR "/decisions.jsonl", sys);
+		return value_fail(
+			why,
+			"is under %s, a system directory; use a file of tailwarden's own, such as " TW_STATE_DIR
+			"/decisions.jsonl",
+			sys);
 	if (lstat(*dst, &st) == 0 && !S_ISREG(st.st_mode))
 		return value_fail(why, "exists and is %s; expected a regular file (or none yet)",
-				  S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link"
-				  : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket"
-				  : "a device");
+				  S_ISDIR(st.st_mode)  ? "a directory" :
+				  S_ISLNK(st.st_mode)  ? "a symbolic link" :
+				  S_ISFIFO(st.st_mode) ? "a FIFO" :
+				  S_ISSOCK(st.st_mode) ? "a socket" :
+							 "a device");
 	return 0;
 }
 
@@ -169,14 +189,16 @@ static int set_cgroup_base(void *obj, const char *v, char *why)
 	if (r)
 		return r;
 	if (!path_under(*dst, TW_CGROUP_BASE))
-		return value_fail(why, "is not under " TW_CGROUP_BASE ", where cgroup file systems are mounted");
+		return value_fail(why, "is not under " TW_CGROUP_BASE
+				       ", where cgroup file systems are mounted");
 	return 0;
 }
 
 static int set_bus(void *obj, const char *v, char *why)
 {
-	static const char *const names[] = { [CONFIG_BUS_AUTO] = "auto", [CONFIG_BUS_SYSTEM] = "system",
-					      [CONFIG_BUS_USER] = "user" };
+	static const char *const names[] = { [CONFIG_BUS_AUTO] = "auto",
+					     [CONFIG_BUS_SYSTEM] = "system",
+					     [CONFIG_BUS_USER] = "user" };
 
 	for (int i = 0; i < 3; i++)
 		if (!strcmp(v, names[i])) {
@@ -258,7 +280,10 @@ static int set_io_scheduler(void *obj, const char *v, char *why)
 	free(c->io_scheduler);
 	c->io_scheduler = NULL;
 	if (strcmp(v, "bfq"))
-		return value_fail(why, "'%s' is not supported; only bfq (the scheduler I/O weight acts through); leave the key out to never switch", v);
+		return value_fail(
+			why,
+			"'%s' is not supported; only bfq (the scheduler I/O weight acts through); leave the key out to never switch",
+			v);
 	c->io_scheduler = strdup(v);
 	return c->io_scheduler ? 0 : -ENOMEM;
 }
@@ -276,7 +301,8 @@ static bool device_name(const char *v, size_t n)
 	if (!n || n > 31)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '_' || v[i] == '-'))
+		if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= '0' && v[i] <= '9') || v[i] == '_' ||
+		      v[i] == '-'))
 			return false;
 	return true;
 }
@@ -298,8 +324,10 @@ static int set_io_scheduler_devices(void *obj, const char *v, char *why)
 		len = strcspn(p, " \t");
 		if (!device_name(p, len)) {
 			free_names(names);
-			return value_fail(why, "'%.*s' is not a block device's name as in /sys/block (such as vda or nvme0n1)",
-					  (int)(len > 64 ? 64 : len), p);
+			return value_fail(
+				why,
+				"'%.*s' is not a block device's name as in /sys/block (such as vda or nvme0n1)",
+				(int)(len > 64 ? 64 : len), p);
 		}
 		nv = realloc(names, (n + 2) * sizeof(*names));
 		if (!nv) {
@@ -322,6 +350,7 @@ static int set_io_scheduler_devices(void *obj, const char *v, char *why)
 
 static const char *const config_sections[] = { "Controller" };
 
+// clang-format off
 static const struct ini_key config_keys[] = {
 	[K_PERIOD] = { S_CONTROLLER, "Period", "a duration from 100ms to 60s", set_period },
 	[K_DRY_RUN] = { S_CONTROLLER, "DryRun", "yes or no", set_dry_run },
@@ -337,6 +366,7 @@ static const struct ini_key config_keys[] = {
 	[K_IO_SCHEDULER_DEVICES] = { S_CONTROLLER, "IOSchedulerDevices", "block device names such as vda",
 				     set_io_scheduler_devices },
 };
+// clang-format on
 
 _Static_assert(sizeof(config_keys) / sizeof(*config_keys) <= INI_MAX_KEYS,
 	       "INI_MAX_KEYS too small for the config schema");
@@ -394,9 +424,8 @@ static int config_defaults(struct tw_config *c)
 		return -ENOMEM;
 	if (!c->metrics_set && !(c->metrics = strdup(TW_METRICS_ADDRESS)))
 		return -ENOMEM;
-	if (!c->decision_log &&
-	    asprintf(&c->decision_log, "%s/decisions.jsonl",
-		     strcmp(c->state_dir, "/") ? c->state_dir : "") < 0) {
+	if (!c->decision_log && asprintf(&c->decision_log, "%s/decisions.jsonl",
+					 strcmp(c->state_dir, "/") ? c->state_dir : "") < 0) {
 		c->decision_log = NULL;
 		return -ENOMEM;
 	}
@@ -439,13 +468,18 @@ int config_describe(const struct tw_config *c, char *buf, size_t len)
 	value_format_size(c->decision_log_max_size, max, sizeof(max));
 	if (c->io_scheduler) {
 		o = snprintf(io, sizeof(io), ", I/O scheduler %s on ", c->io_scheduler);
-		for (size_t i = 0; c->io_scheduler_devices && c->io_scheduler_devices[i] && o < sizeof(io); i++)
-			o += snprintf(io + o, sizeof(io) - o, "%s%s", i ? " " : "", c->io_scheduler_devices[i]);
+		for (size_t i = 0;
+		     c->io_scheduler_devices && c->io_scheduler_devices[i] && o < sizeof(io); i++)
+			o += snprintf(io + o, sizeof(io) - o, "%s%s", i ? " " : "",
+				      c->io_scheduler_devices[i]);
 		if (!c->io_scheduler_devices || !c->io_scheduler_devices[0])
 			snprintf(io + o, sizeof(io) - o, "the disks");
 	}
-	return snprintf(buf, len, "%s: period %s, dry-run %s, policies %s, state %s, decision log %s (max %s), cgroup base %s, metrics %s%s",
+	return snprintf(
+		buf, len,
+		"%s: period %s, dry-run %s, policies %s, state %s, decision log %s (max %s), cgroup base %s, metrics %s%s",
 		c->file ? c->file : "(defaults)", period, c->dry_run ? "yes" : "no",
-		c->policies_dir, c->state_dir, c->decision_log, c->decision_log_max_size ? max : "infinity", c->cgroup_base,
+		c->policies_dir, c->state_dir, c->decision_log,
+		c->decision_log_max_size ? max : "infinity", c->cgroup_base,
 		c->metrics ? c->metrics : "no", io);
 }

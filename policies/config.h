@@ -13,24 +13,25 @@
 
 /* Which systemd manager Unit= policies talk to (Bus=). */
 enum config_bus {
-	CONFIG_BUS_AUTO,   /* the user manager's bus if $DBUS_SESSION_BUS_ADDRESS is set, else the system bus */
+	CONFIG_BUS_AUTO, /* the user manager's bus if $DBUS_SESSION_BUS_ADDRESS is set, else the system bus */
 	CONFIG_BUS_SYSTEM,
 	CONFIG_BUS_USER,
 };
 
 struct tw_config {
-	char *file;             /* NULL when defaults */
-	uint64_t period_ns;     /* control tick, 100 ms .. 60 s, default 1 s */
+	char *file;	    /* NULL when defaults */
+	uint64_t period_ns; /* control tick, 100 ms .. 60 s, default 1 s */
 	bool dry_run;
-	char *policies_dir;     /* default /etc/tailwarden/policies.d */
-	char *state_dir;        /* default /run/tailwarden */
-	char *decision_log;     /* JSON Lines path, default <state_dir>/decisions.jsonl */
-	uint64_t decision_log_max_size; /* bytes before it is rotated to FILE.1; 0: no limit; default 16M */
-	char *cgroup_base;      /* default /sys/fs/cgroup */
-	enum config_bus bus;    /* default auto */
-	char *metrics;          /* Metrics=: ADDRESS:PORT of /metrics, NULL for no */
-	bool metrics_set;       /* Metrics= was given (no default then) */
-	char *io_scheduler;     /* IOScheduler=: "bfq" or NULL (never touch schedulers) */
+	char *policies_dir; /* default /etc/tailwarden/policies.d */
+	char *state_dir;    /* default /run/tailwarden */
+	char *decision_log; /* JSON Lines path, default <state_dir>/decisions.jsonl */
+	uint64_t
+		decision_log_max_size; /* bytes before it is rotated to FILE.1; 0: no limit; default 16M */
+	char *cgroup_base;	       /* default /sys/fs/cgroup */
+	enum config_bus bus;	       /* default auto */
+	char *metrics;		       /* Metrics=: ADDRESS:PORT of /metrics, NULL for no */
+	bool metrics_set;	       /* Metrics= was given (no default then) */
+	char *io_scheduler;	       /* IOScheduler=: "bfq" or NULL (never touch schedulers) */
 	char **io_scheduler_devices; /* IOSchedulerDevices=: NULL-terminated, NULL for the default */
 };
 

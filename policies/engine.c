@@ -84,18 +84,18 @@
 #include "policies/value.h"
 #include "sensing/hist.h"
 
-#define SLACK_CUT 0.0       /* below: a violation */
-#define SLACK_FREQ_UP 0.05  /* below: LC frequency up */
-#define SLACK_GIVE 0.2      /* above: large slack */
-#define GIVE_WINDOWS 3      /* large-slack windows in a row before relaxing */
-#define CUT_FACTOR 0.5      /* a cut at most halves... */
+#define SLACK_CUT 0.0	      /* below: a violation */
+#define SLACK_FREQ_UP 0.05    /* below: LC frequency up */
+#define SLACK_GIVE 0.2	      /* above: large slack */
+#define GIVE_WINDOWS 3	      /* large-slack windows in a row before relaxing */
+#define CUT_FACTOR 0.5	      /* a cut at most halves... */
 #define CUT_FACTOR_MIN 0.0625 /* ...a weight cut, 2 (target/latency)^2, at most /16 */
-#define RAISE_FACTOR 2.0    /* a gift to an LC service at most doubles */
-#define GIVE_FRACTION 0.1   /* a quota give-back at most +10% of the knob's span */
-#define GIVE_WEIGHT 1.25    /* a weight give-back at most +25% of its value */
-#define BE_BUSY 0.05        /* CPUs a BE service must use to count as taking CPU */
-#define BE_IDLE 0.005       /* CPUs under which a BE service is idle: no quota cut */
-#define BE_IO_IDLE 16384.0  /* bytes/s of block I/O under which a BE service does none */
+#define RAISE_FACTOR 2.0      /* a gift to an LC service at most doubles */
+#define GIVE_FRACTION 0.1     /* a quota give-back at most +10% of the knob's span */
+#define GIVE_WEIGHT 1.25      /* a weight give-back at most +25% of its value */
+#define BE_BUSY 0.05	      /* CPUs a BE service must use to count as taking CPU */
+#define BE_IDLE 0.005	      /* CPUs under which a BE service is idle: no quota cut */
+#define BE_IO_IDLE 16384.0    /* bytes/s of block I/O under which a BE service does none */
 /*
  * Cooldowns, in windows of the LC service whose verdict drove the change,
  * counted in time with a quarter window of tolerance: timers are late by
@@ -126,47 +126,47 @@ enum dir { DIR_NONE, DIR_PROTECT, DIR_RELAX };
 
 /* Routes of a violation, from the diagnosis. */
 enum {
-	ROUTE_CPU = 1 << 0,     /* BE cpu.weight, then cpu.max; LC cpu.weight up */
-	ROUTE_QUOTA = 1 << 1,   /* BE cpu.max directly */
-	ROUTE_IO = 1 << 2,      /* BE io.weight; LC io.weight up */
+	ROUTE_CPU = 1 << 0,	/* BE cpu.weight, then cpu.max; LC cpu.weight up */
+	ROUTE_QUOTA = 1 << 1,	/* BE cpu.max directly */
+	ROUTE_IO = 1 << 2,	/* BE io.weight; LC io.weight up */
 	ROUTE_OWN_CPU = 1 << 3, /* LC cpu.max up */
 };
 
 struct knob_mem {
-	bool seen;        /* a value was seen since the engine started */
-	bool touched;     /* we changed it: a give-back may return it */
-	bool hands_off;   /* someone else changed it */
-	double home;      /* first value seen, clamped into the policy range */
-	double max_seen;  /* ceiling of an unbounded frequency range */
-	double scale;     /* finite top of an unlimited quota's steps, NAN until cut */
+	bool seen;	 /* a value was seen since the engine started */
+	bool touched;	 /* we changed it: a give-back may return it */
+	bool hands_off;	 /* someone else changed it */
+	double home;	 /* first value seen, clamped into the policy range */
+	double max_seen; /* ceiling of an unbounded frequency range */
+	double scale;	 /* finite top of an unlimited quota's steps, NAN until cut */
 	enum dir last_dir;
 	uint64_t last_ns, last_window_ns;
-	double before;    /* value before the last give-back */
-	double ceiling;   /* give-backs stop at this value (the last that held); NAN: none */
+	double before;	  /* value before the last give-back */
+	double ceiling;	  /* give-backs stop at this value (the last that held); NAN: none */
 	unsigned backoff; /* windows the ceiling holds, doubled per relapse */
 	uint64_t ceiling_until_ns;
-	double now;       /* value this tick (NAN: unavailable or hands off) */
+	double now; /* value this tick (NAN: unavailable or hands off) */
 };
 
 struct service_mem {
 	enum band band;
-	unsigned streak;      /* large-slack windows in a row */
-	bool fresh;           /* a verdict this tick */
-	bool slice_now;       /* its short slice was given this tick: the rest of the CPU route waits */
-	bool rest_home;       /* at the tick's start, every knob but its slice was home */
+	unsigned streak; /* large-slack windows in a row */
+	bool fresh;	 /* a verdict this tick */
+	bool slice_now;	 /* its short slice was given this tick: the rest of the CPU route waits */
+	bool rest_home;	 /* at the tick's start, every knob but its slice was home */
 	unsigned route;
 	double slack;
 	double usage;
 	double io_usage;
-	bool cpu_known;       /* its CPU use has been known in a tick */
-	bool io_known;        /* its block I/O has been known in a tick */
+	bool cpu_known;	      /* its CPU use has been known in a tick */
+	bool io_known;	      /* its block I/O has been known in a tick */
 	uint64_t cpu_busy_ns; /* the last tick it used CPU (or its use was unknown) */
 	uint64_t io_busy_ns;  /* the last tick it did block I/O (or that was unknown) */
 	uint64_t verdict_ns;  /* when the last verdict was given */
-	double quota_part;    /* this tick's part of the best-effort share (NAN: none; INFINITY: keeps its use) */
-	char share[80];       /* how quota_part was reached, for the reason */
-	char head[112];       /* "web p99 3.41ms > target 2ms (slack -0.71)" */
-	char diag[112];       /* "diagnosis cpu/interference (runq_delay_us.p99 ×9.3)" */
+	double quota_part; /* this tick's part of the best-effort share (NAN: none; INFINITY: keeps its use) */
+	char share[80]; /* how quota_part was reached, for the reason */
+	char head[112]; /* "web p99 3.41ms > target 2ms (slack -0.71)" */
+	char diag[112]; /* "diagnosis cpu/interference (runq_delay_us.p99 ×9.3)" */
 	char verdict[256];
 	struct knob_mem k[KNOB_MAX];
 };
@@ -207,8 +207,9 @@ void engine_service_reset(struct engine *e, int service)
 
 	memset(s, 0, sizeof(*s));
 	snprintf(s->verdict, sizeof(s->verdict), "%s",
-		 e->set->v[service].klass == POLICY_LATENCY_CRITICAL ? "no verdict: no complete window yet"
-								      : "best-effort: no objective");
+		 e->set->v[service].klass == POLICY_LATENCY_CRITICAL ?
+			 "no verdict: no complete window yet" :
+			 "best-effort: no objective");
 	s->slack = NAN;
 	for (int k = 0; k < KNOB_MAX; k++) {
 		s->k[k].scale = NAN;
@@ -357,8 +358,8 @@ unsigned engine_window_ticks(const struct policy *p, uint64_t period_ns)
  * when with_diag, and the rule. Nothing is remembered when acts is full.
  */
 static void __attribute__((format(printf, 8, 9)))
-change(struct tick *t, size_t svc, enum action_knob k, double new, enum dir d,
-       size_t driver, bool with_diag, const char *fmt, ...)
+change(struct tick *t, size_t svc, enum action_knob k, double new, enum dir d, size_t driver,
+       bool with_diag, const char *fmt, ...)
 {
 	struct service_mem *ds = &t->e->s[driver];
 	struct knob_mem *m = &t->e->s[svc].k[k];
@@ -542,13 +543,16 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 		s->band = BAND_NONE;
 		s->streak = 0;
 		s->slack = NAN;
-		append(s->verdict, sizeof(s->verdict), "no verdict: no latency figure in the window");
+		append(s->verdict, sizeof(s->verdict),
+		       "no verdict: no latency figure in the window");
 		return;
 	}
 	s->fresh = true;
 	s->verdict_ns = now;
 	s->slack = 1 - latency / (double)p->target_ns;
-	s->band = s->slack < SLACK_CUT ? BAND_VIOLATION : s->slack > SLACK_GIVE ? BAND_SLACK : BAND_HOLD;
+	s->band = s->slack < SLACK_CUT	? BAND_VIOLATION :
+		  s->slack > SLACK_GIVE ? BAND_SLACK :
+					  BAND_HOLD;
 	s->streak = s->band == BAND_SLACK ? s->streak + 1 : 0;
 	s->route = route_of(in->diag, &spare);
 	describe_diag(s, in->diag);
@@ -562,9 +566,11 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 			 * resource standing out, the CPU they use is still the one
 			 * thing a neighbour holds that the service could want. */
 			s->route |= ROUTE_CPU;
-			snprintf(be_note, sizeof(be_note),
-				 "its own load grew%s and best-effort services use %.0f%% of a CPU: taken from them",
-				 in->diag->dominant == DIAG_NONE ? ", nothing stands out," : "", busy * 100);
+			snprintf(
+				be_note, sizeof(be_note),
+				"its own load grew%s and best-effort services use %.0f%% of a CPU: taken from them",
+				in->diag->dominant == DIAG_NONE ? ", nothing stands out," : "",
+				busy * 100);
 			spare = be_note;
 		}
 	}
@@ -579,7 +585,9 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 		       s->streak == 1 ? "" : "s", SLACK_GIVE);
 	append(s->head, sizeof(s->head), ")");
 	append(s->verdict, sizeof(s->verdict), "%s: %s",
-	       s->band == BAND_VIOLATION ? "violation" : s->band == BAND_HOLD ? "hold" : "large slack",
+	       s->band == BAND_VIOLATION ? "violation" :
+	       s->band == BAND_HOLD	 ? "hold" :
+					   "large slack",
 	       s->head);
 	if (s->band == BAND_VIOLATION) {
 		append(s->verdict, sizeof(s->verdict), "; %s", s->diag);
@@ -639,8 +647,8 @@ static void release_floor(struct tick *t, size_t b)
 		enum action_knob k = floor_knobs[j];
 		struct knob_mem *m = &t->e->s[b].k[k];
 
-		if (!held(t->e, b, k) || !movable(t->e, b, k) || !m->touched || !(m->now < m->home) ||
-		    !cooled(m, DIR_RELAX, t->now))
+		if (!held(t->e, b, k) || !movable(t->e, b, k) || !m->touched ||
+		    !(m->now < m->home) || !cooled(m, DIR_RELAX, t->now))
 			continue;
 		change(t, b, k, m->home, DIR_RELAX, b, false,
 		       "Weights=floor: no latency-critical service has served for %u windows; back home",
@@ -711,8 +719,8 @@ static void cut(struct tick *t, size_t b, enum action_knob k, size_t driver, con
 
 		if (miss > 2) {
 			factor = fmax(CUT_FACTOR_MIN, 2 / (miss * miss));
-			snprintf(scaled, sizeof(scaled), " \u00d7%.2f (%s %.1fx its target)", factor,
-				 "latency", miss);
+			snprintf(scaled, sizeof(scaled), " \u00d7%.2f (%s %.1fx its target)",
+				 factor, "latency", miss);
 		}
 	}
 	if (!isnan(part)) {
@@ -737,15 +745,15 @@ static void cut(struct tick *t, size_t b, enum action_knob k, size_t driver, con
 		m->ceiling = isnan(m->ceiling) ? m->before : fmin(m->ceiling, m->before);
 		m->ceiling_until_ns = t->now + m->backoff * window_of(&t->e->set->v[driver]);
 		fmt_value(at, sizeof(at), k, m->ceiling);
-		snprintf(hurt, sizeof(hurt), "; a give-back hurt: none above %s for %u windows",
-			 at, m->backoff);
+		snprintf(hurt, sizeof(hurt), "; a give-back hurt: none above %s for %u windows", at,
+			 m->backoff);
 	}
 	if (share)
 		change(t, b, k, v, DIR_PROTECT, driver, true, "%s%s, at most half, floor %s%s", why,
 		       share, lo, hurt);
 	else
-		change(t, b, k, v, DIR_PROTECT, driver, true, "%s%smultiplicative cut%s, floor %s%s",
-		       why, basis, scaled, lo, hurt);
+		change(t, b, k, v, DIR_PROTECT, driver, true,
+		       "%s%smultiplicative cut%s, floor %s%s", why, basis, scaled, lo, hurt);
 }
 
 /*
@@ -808,8 +816,8 @@ static const char *quota_due(const struct engine *e, size_t b, uint64_t now, int
 	}
 	if (cpu >= 0 && weight_spent(e, b, now)) {
 		*driver = cpu;
-		return movable(e, b, KNOB_CPU_WEIGHT) ? "cpu.weight at its floor for a window; "
-						      : "cpu.weight not ours to move; ";
+		return movable(e, b, KNOB_CPU_WEIGHT) ? "cpu.weight at its floor for a window; " :
+							"cpu.weight not ours to move; ";
 	}
 	return NULL;
 }
@@ -904,9 +912,9 @@ static void cut_neighbour(struct tick *t, size_t b)
 	why = quota_due(e, b, t->now, &driver);
 	/* INFINITY: it holds less than its part of the share, and keeps it. */
 	if (why && !(s->quota_part == INFINITY))
-		cut(t, b, KNOB_CPU_QUOTA, driver, why, s->quota_part, s->share[0] ? s->share : NULL);
-	if (io >= 0 && movable(e, b, KNOB_IO_WEIGHT) &&
-	    !idle_through(e, s->io_busy_ns, io, t->now))
+		cut(t, b, KNOB_CPU_QUOTA, driver, why, s->quota_part,
+		    s->share[0] ? s->share : NULL);
+	if (io >= 0 && movable(e, b, KNOB_IO_WEIGHT) && !idle_through(e, s->io_busy_ns, io, t->now))
 		cut(t, b, KNOB_IO_WEIGHT, io, "", NAN, NULL);
 }
 
@@ -923,7 +931,9 @@ static bool give_back(struct tick *t, size_t b, enum action_knob k, size_t drive
 		return false;
 	if (!cooled(m, DIR_RELAX, t->now))
 		return true; /* still on its way home: what comes after waits */
-	top = isfinite(m->home) ? m->home : !isnan(m->scale) ? fmax(m->scale, r->lo) : fmax(1, r->lo);
+	top = isfinite(m->home) ? m->home :
+	      !isnan(m->scale)	? fmax(m->scale, r->lo) :
+				  fmax(1, r->lo);
 	if (k == KNOB_CPU_QUOTA) {
 		step = fmax(GIVE_FRACTION * (top - r->lo), knob_unit(k));
 		snprintf(rule, sizeof(rule), "additive +10%%");
@@ -950,7 +960,8 @@ static bool give_back(struct tick *t, size_t b, enum action_knob k, size_t drive
 		return false;
 	fmt_value(span, sizeof(span), k, top);
 	m->before = m->now; /* change() moves now to v */
-	change(t, b, k, v, DIR_RELAX, driver, false, "%s, on the way back to %s%s", rule, span, cap);
+	change(t, b, k, v, DIR_RELAX, driver, false, "%s, on the way back to %s%s", rule, span,
+	       cap);
 	if (v >= m->home) {
 		m->ceiling = NAN; /* home: what hurt then is forgotten */
 		m->backoff = 0;
@@ -1024,8 +1035,9 @@ static void lower_own(struct tick *t, size_t i, enum action_knob k)
 	if (!(v < m->now))
 		return;
 	change(t, i, k, v, DIR_RELAX, i, false, "%s",
-	       k == KNOB_CPU_FREQ ? "large slack: -10% of the range, for energy"
-				  : "large slack: -10% of what was given, never below its own value");
+	       k == KNOB_CPU_FREQ ?
+		       "large slack: -10% of the range, for energy" :
+		       "large slack: -10% of what was given, never below its own value");
 }
 
 /*
@@ -1041,7 +1053,8 @@ static bool give_slice(struct tick *t, size_t i)
 	const struct policy_range *r = &t->e->set->v[i].slice_ns;
 	struct knob_mem *m = &t->e->s[i].k[KNOB_SCHED_SLICE];
 
-	if (!movable(t->e, i, KNOB_SCHED_SLICE) || m->now == r->lo || !cooled(m, DIR_PROTECT, t->now))
+	if (!movable(t->e, i, KNOB_SCHED_SLICE) || m->now == r->lo ||
+	    !cooled(m, DIR_PROTECT, t->now))
 		return false;
 	change(t, i, KNOB_SCHED_SLICE, r->lo, DIR_PROTECT, i, true, "%s",
 	       "the short slice first: a waking request waits behind one short slice, best-effort throughput is not cut");

@@ -16,14 +16,14 @@
 
 /* What the controller knows of one service this tick. */
 struct engine_input {
-	bool have_window;        /* a full window of the service's samples ended now */
-	uint64_t requests;       /* in the window */
-	const struct hist *latency; /* the window's latencies (NULL or empty: none);
+	bool have_window;	      /* a full window of the service's samples ended now */
+	uint64_t requests;	      /* in the window */
+	const struct hist *latency;   /* the window's latencies (NULL or empty: none);
 				     * the engine takes the policy's percentile of it */
 	const struct diagnosis *diag; /* NULL when no contention sensor */
-	double knob[KNOB_MAX];   /* current values (NAN when the knob is unavailable) */
-	double cpu_usage;        /* CPUs it used lately (1.0 = one; 0 = idle); NAN: unknown */
-	double io_usage;         /* bytes/s of block I/O it issued lately; NAN: unknown */
+	double knob[KNOB_MAX];	      /* current values (NAN when the knob is unavailable) */
+	double cpu_usage;	      /* CPUs it used lately (1.0 = one; 0 = idle); NAN: unknown */
+	double io_usage;	      /* bytes/s of block I/O it issued lately; NAN: unknown */
 };
 
 struct engine;

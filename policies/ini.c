@@ -24,8 +24,8 @@ enum { SECT_NONE = -1, SECT_UNKNOWN = -2 };
 
 /* ---- errors ---- */
 
-static int error_addv(struct policy_errors *errs, const char *file, unsigned line,
-		      const char *fmt, va_list ap)
+static int error_addv(struct policy_errors *errs, const char *file, unsigned line, const char *fmt,
+		      va_list ap)
 {
 	struct policy_error *v;
 	char *msg, *f;
@@ -50,8 +50,8 @@ static int error_addv(struct policy_errors *errs, const char *file, unsigned lin
 	return 0;
 }
 
-int policy_error_add(struct policy_errors *errs, const char *file, unsigned line,
-		     const char *fmt, ...)
+int policy_error_add(struct policy_errors *errs, const char *file, unsigned line, const char *fmt,
+		     ...)
 {
 	va_list ap;
 	int r;
@@ -228,7 +228,8 @@ static unsigned distance(const char *a, const char *b)
 	for (size_t i = 1; a[i - 1]; i++) {
 		c[0] = i;
 		for (size_t j = 1; j <= m; j++) {
-			unsigned cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+			unsigned cost = tolower((unsigned char)a[i - 1]) !=
+					tolower((unsigned char)b[j - 1]);
 			unsigned d = p[j - 1] + cost;
 
 			if (p[j] + 1 < d)
@@ -291,8 +292,8 @@ static int exact_section(const struct ini_schema *s, const char *got)
 }
 
 /* "A, B or C" into buf: each name with before/after decoration. */
-static void join(char *buf, size_t len, const char *const *names, size_t n,
-		 const char *before, const char *after)
+static void join(char *buf, size_t len, const char *const *names, size_t n, const char *before,
+		 const char *after)
 {
 	size_t off = 0;
 
@@ -329,7 +330,7 @@ struct lexer {
 	unsigned lineno;
 	int section;
 	bool want_kv, got_kv; /* a key=value line, and libinih saw it as one */
-	int r;                /* first -ENOMEM */
+	int r;		      /* first -ENOMEM */
 };
 
 static void lx_err(struct lexer *lx, unsigned line, const char *fmt, ...)
@@ -625,8 +626,13 @@ int ini_parse_buffer(const char *data, size_t len, const struct ini_schema *sche
 	lx = calloc(1, sizeof(*lx));
 	if (!lx)
 		return -ENOMEM;
-	*lx = (struct lexer){ .schema = schema, .obj = obj, .seen = seen, .fe = fe,
-			      .data = data, .len = len, .section = SECT_NONE };
+	*lx = (struct lexer){ .schema = schema,
+			      .obj = obj,
+			      .seen = seen,
+			      .fe = fe,
+			      .data = data,
+			      .len = len,
+			      .section = SECT_NONE };
 	ini_configure();
 	r = ini_parse_stream(reader, lx, handler, lx);
 	finish_line(lx);

@@ -17,9 +17,9 @@
 
 #define INI_MAX_SECTIONS 4
 #define INI_MAX_KEYS 16
-#define INI_LINE_MAX 4096        /* bytes per line, newline excluded */
-#define INI_FILE_MAX (1 << 20)   /* bytes per file */
-#define INI_ERRORS_MAX 50        /* per file; then one "too many errors" */
+#define INI_LINE_MAX 4096      /* bytes per line, newline excluded */
+#define INI_FILE_MAX (1 << 20) /* bytes per file */
+#define INI_ERRORS_MAX 50      /* per file; then one "too many errors" */
 
 /* One problem found in a file: "FILE:LINE: message". */
 struct policy_error {
@@ -45,9 +45,9 @@ size_t policy_errors_shown(const struct policy_errors *errs);
 void policy_errors_clear(struct policy_errors *errs);
 
 struct ini_key {
-	int section;          /* index in ini_schema.sections */
+	int section; /* index in ini_schema.sections */
 	const char *name;
-	const char *expect;   /* what a value looks like, for empty values */
+	const char *expect; /* what a value looks like, for empty values */
 	/* 0, -EINVAL with a reason in why (VALUE_WHY_MAX), or -ENOMEM */
 	int (*set)(void *obj, const char *value, char *why);
 };
@@ -58,14 +58,14 @@ struct ini_schema {
 	const struct ini_key *keys;
 	size_t nkeys;
 	const struct ini_schema *other; /* the other kind of file, for "belongs in" hints */
-	const char *what;               /* "a policy file (*.policy)" */
+	const char *what;		/* "a policy file (*.policy)" */
 };
 
 /* What a file held: for "missing" checks and messages that point at a line. */
 struct ini_seen {
 	unsigned section_line[INI_MAX_SECTIONS]; /* first header, 0 when absent */
-	unsigned key_line[INI_MAX_KEYS];         /* 0 when absent */
-	bool key_ok[INI_MAX_KEYS];               /* the value was valid */
+	unsigned key_line[INI_MAX_KEYS];	 /* 0 when absent */
+	bool key_ok[INI_MAX_KEYS];		 /* the value was valid */
 };
 
 /* The errors of one file: counted, capped, sorted by line at the end. */
@@ -85,8 +85,8 @@ size_t file_errs_count(const struct file_errs *fe);
 void file_errs_sort(struct file_errs *fe);
 
 /* Appends an error not tied to one file's cap; 0 or -ENOMEM. */
-int policy_error_add(struct policy_errors *errs, const char *file, unsigned line,
-		     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int policy_error_add(struct policy_errors *errs, const char *file, unsigned line, const char *fmt,
+		     ...) __attribute__((format(printf, 4, 5)));
 
 /* A regular file whole into *data (NUL-terminated, free()); -errno, -EFBIG over
  * INI_FILE_MAX, -EINVAL when not a regular file (a FIFO, a device). */

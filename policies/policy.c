@@ -92,11 +92,15 @@ static int set_cgroup(void *obj, const char *v, char *why)
 	*o = '\0';
 	if (o == out) {
 		free(out);
-		return value_fail(why, "that is the cgroup root itself; name a cgroup below it, e.g. lc.slice/web.service");
+		return value_fail(
+			why,
+			"that is the cgroup root itself; name a cgroup below it, e.g. lc.slice/web.service");
 	}
 	if (!strcmp(out, "/sys/fs/cgroup") || !strncmp(out, "/sys/fs/cgroup/", 15)) {
 		free(out);
-		return value_fail(why, "the path is relative to the cgroup root: drop the leading /sys/fs/cgroup");
+		return value_fail(
+			why,
+			"the path is relative to the cgroup root: drop the leading /sys/fs/cgroup");
 	}
 	free(p->cgroup);
 	p->cgroup = out;
@@ -123,10 +127,16 @@ static int set_unit(void *obj, const char *v, char *why)
 	if (n > 255)
 		return value_fail(why, "a unit name is at most 255 bytes");
 	if (strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789:-_.\\@") != n)
-		return value_fail(why, "'%s' has characters a unit name cannot have (letters, digits and \":-_.\\@\" only)", v);
+		return value_fail(
+			why,
+			"'%s' has characters a unit name cannot have (letters, digits and \":-_.\\@\" only)",
+			v);
 	at = strchr(v, '@');
 	if (at && (strchr(at + 1, '@') || at == v || at[1] == '.'))
-		return value_fail(why, "'%s' is a template or a malformed instance name; name an instance such as getty@tty1.service", v);
+		return value_fail(
+			why,
+			"'%s' is a template or a malformed instance name; name an instance such as getty@tty1.service",
+			v);
 	if (v[0] == '.' || v[0] == '-')
 		return value_fail(why, "a unit name cannot start with '%c'", v[0]);
 	free(p->unit);
@@ -154,7 +164,8 @@ static int set_percentile(void *obj, const char *v, char *why)
 
 static int set_target(void *obj, const char *v, char *why)
 {
-	return value_parse_duration_in(v, TARGET_MIN_NS, TARGET_MAX_NS, &((struct policy *)obj)->target_ns, why);
+	return value_parse_duration_in(v, TARGET_MIN_NS, TARGET_MAX_NS,
+				       &((struct policy *)obj)->target_ns, why);
 }
 
 static int set_min_requests(void *obj, const char *v, char *why)
@@ -173,7 +184,8 @@ static int set_min_requests(void *obj, const char *v, char *why)
 
 static int set_window(void *obj, const char *v, char *why)
 {
-	return value_parse_duration_in(v, WINDOW_MIN_NS, WINDOW_MAX_NS, &((struct policy *)obj)->window_ns, why);
+	return value_parse_duration_in(v, WINDOW_MIN_NS, WINDOW_MAX_NS,
+				       &((struct policy *)obj)->window_ns, why);
 }
 
 /*
@@ -234,7 +246,9 @@ static int set_slice(void *obj, const char *v, char *why)
 	int ret;
 
 	if (strstr(v, ".."))
-		return value_fail(why, "a range has no meaning here: give one duration such as 1ms (the slice while the service misses its target)");
+		return value_fail(
+			why,
+			"a range has no meaning here: give one duration such as 1ms (the slice while the service misses its target)");
 	ret = value_parse_duration_in(v, SLICE_MIN_NS, SLICE_MAX_NS, &ns, why);
 	if (ret < 0)
 		return ret;
@@ -264,6 +278,7 @@ static int set_weights(void *obj, const char *v, char *why)
 
 static const char *const policy_sections[] = { "Service", "Objective", "Limits" };
 
+// clang-format off
 static const struct ini_key policy_keys[] = {
 	[K_CGROUP] = { S_SERVICE, "Cgroup", "a cgroup path such as lc.slice/web.service", set_cgroup },
 	[K_UNIT] = { S_SERVICE, "Unit", "a systemd unit such as web.service, batch.slice or job.scope", set_unit },
@@ -279,6 +294,7 @@ static const struct ini_key policy_keys[] = {
 	[K_SLICE] = { S_LIMITS, "Slice", "a duration from 0.1ms to 100ms such as 1ms", set_slice },
 	[K_WEIGHTS] = { S_LIMITS, "Weights", "reactive or floor", set_weights },
 };
+// clang-format on
 
 _Static_assert(sizeof(policy_keys) / sizeof(*policy_keys) <= INI_MAX_KEYS,
 	       "INI_MAX_KEYS too small for the policy schema");
@@ -302,11 +318,16 @@ static int validate_policy(const struct policy *p, const struct ini_seen *seen,
 	if (!*p->name)
 		r = file_err(fe, 0, "empty service name: name the file NAME.policy");
 	if (r == 0 && !sl[S_SERVICE])
-		r = file_err(fe, 0, "missing section [Service] (Cgroup= or Unit=, and Class= are required)");
+		r = file_err(
+			fe, 0,
+			"missing section [Service] (Cgroup= or Unit=, and Class= are required)");
 	if (r == 0 && sl[S_SERVICE] && !kl[K_CGROUP] && !kl[K_UNIT])
-		r = file_err(fe, sl[S_SERVICE], "missing required key Cgroup= (or Unit=) in [Service]");
+		r = file_err(fe, sl[S_SERVICE],
+			     "missing required key Cgroup= (or Unit=) in [Service]");
 	if (r == 0 && kl[K_CGROUP] && kl[K_UNIT])
-		r = file_err(fe, kl[K_UNIT], "Unit= and Cgroup= (line %u) both name the service's cgroup; keep one", kl[K_CGROUP]);
+		r = file_err(fe, kl[K_UNIT],
+			     "Unit= and Cgroup= (line %u) both name the service's cgroup; keep one",
+			     kl[K_CGROUP]);
 	if (r == 0 && sl[S_SERVICE] && !kl[K_CLASS])
 		r = file_err(fe, sl[S_SERVICE], "missing required key Class= in [Service]");
 	if (r < 0 || !seen->key_ok[K_CLASS])
@@ -314,23 +335,38 @@ static int validate_policy(const struct policy *p, const struct ini_seen *seen,
 
 	if (p->klass == POLICY_LATENCY_CRITICAL) {
 		if (kl[K_WEIGHTS])
-			return file_err(fe, kl[K_WEIGHTS], "Weights= is for best-effort services only (how their weights are taken); this one is latency-critical");
+			return file_err(
+				fe, kl[K_WEIGHTS],
+				"Weights= is for best-effort services only (how their weights are taken); this one is latency-critical");
 		if (!sl[S_OBJECTIVE])
-			return file_err(fe, 0, "missing section [Objective] (required for latency-critical services)");
+			return file_err(
+				fe, 0,
+				"missing section [Objective] (required for latency-critical services)");
 		if (!kl[K_TARGET])
-			return file_err(fe, sl[S_OBJECTIVE], "missing required key Target= in [Objective]");
+			return file_err(fe, sl[S_OBJECTIVE],
+					"missing required key Target= in [Objective]");
 		return 0;
 	}
 	if (sl[S_OBJECTIVE])
-		r = file_err(fe, sl[S_OBJECTIVE], "[Objective] is for latency-critical services; this one is best-effort");
+		r = file_err(
+			fe, sl[S_OBJECTIVE],
+			"[Objective] is for latency-critical services; this one is best-effort");
 	if (r == 0 && kl[K_CPU_FREQUENCY])
-		r = file_err(fe, kl[K_CPU_FREQUENCY], "CPUFrequency= is for latency-critical services only; this one is best-effort");
+		r = file_err(
+			fe, kl[K_CPU_FREQUENCY],
+			"CPUFrequency= is for latency-critical services only; this one is best-effort");
 	if (r == 0 && kl[K_SLICE])
-		r = file_err(fe, kl[K_SLICE], "Slice= is for latency-critical services only (their threads get the short slice); this one is best-effort");
+		r = file_err(
+			fe, kl[K_SLICE],
+			"Slice= is for latency-critical services only (their threads get the short slice); this one is best-effort");
 	if (r == 0 && kl[K_WEIGHTS] && p->weights_floor && !kl[K_CPU_WEIGHT] && !kl[K_IO_WEIGHT])
-		r = file_err(fe, kl[K_WEIGHTS], "Weights=floor needs CPUWeight= or IOWeight= in [Limits] (the floor it holds them at)");
+		r = file_err(
+			fe, kl[K_WEIGHTS],
+			"Weights=floor needs CPUWeight= or IOWeight= in [Limits] (the floor it holds them at)");
 	if (r == 0 && !kl[K_CPU_QUOTA] && !kl[K_CPU_WEIGHT] && !kl[K_IO_WEIGHT])
-		r = file_err(fe, sl[S_LIMITS], "a best-effort service needs at least one of CPUQuota=, CPUWeight= or IOWeight= in [Limits] (what may be taken from it)");
+		r = file_err(
+			fe, sl[S_LIMITS],
+			"a best-effort service needs at least one of CPUQuota=, CPUWeight= or IOWeight= in [Limits] (what may be taken from it)");
 	return r;
 }
 
@@ -373,7 +409,7 @@ struct loader {
 	struct file_id {
 		dev_t dev;
 		ino_t ino;
-	} *ids;                /* per policy: a file named twice is read once */
+	} * ids; /* per policy: a file named twice is read once */
 	struct policy_errors *errs;
 };
 
@@ -441,9 +477,10 @@ static int load_policy_file(struct loader *ld, const char *path, const struct st
 	if (r < 0)
 		return r;
 	p->line = seen.section_line[S_SERVICE];
-	ld->cgroup_line[ld->set->n - 1] = seen.key_line[K_CGROUP] ? seen.key_line[K_CGROUP]
-								   : seen.key_line[K_UNIT];
-	ld->freq_line[ld->set->n - 1] = seen.key_ok[K_CPU_FREQUENCY] ? seen.key_line[K_CPU_FREQUENCY] : 0;
+	ld->cgroup_line[ld->set->n - 1] =
+		seen.key_line[K_CGROUP] ? seen.key_line[K_CGROUP] : seen.key_line[K_UNIT];
+	ld->freq_line[ld->set->n - 1] =
+		seen.key_ok[K_CPU_FREQUENCY] ? seen.key_line[K_CPU_FREQUENCY] : 0;
 	r = validate_policy(p, &seen, &fe);
 	/*
 	 * Weights= left out: the CPU weight at its floor, the I/O weight
@@ -512,12 +549,14 @@ static int load_policy_dir(struct loader *ld, const char *dir)
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
-		return policy_error_add(ld->errs, dir, 0, "cannot read directory: %s", strerror(-r));
+		return policy_error_add(ld->errs, dir, 0, "cannot read directory: %s",
+					strerror(-r));
 	for (size_t i = 0; i < n && r == 0; i++) {
 		struct stat st;
 		char *path;
 
-		if (asprintf(&path, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", names[i]) < 0) {
+		if (asprintf(&path, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/", names[i]) <
+		    0) {
 			r = -ENOMEM;
 			break;
 		}
@@ -559,25 +598,30 @@ static int first_conflict(struct loader *ld, size_t i)
 
 		if (!strcmp(p->name, q->name))
 			return policy_error_add(ld->errs, p->file, p->line,
-						"duplicate service '%s': also defined in %s", p->name, q->file);
+						"duplicate service '%s': also defined in %s",
+						p->name, q->file);
 		if (p->unit && q->unit && !strcmp(p->unit, q->unit))
-			return policy_error_add(ld->errs, p->file, cl,
-						"unit %s is also controlled by service '%s' (%s:%u)",
-						p->unit, q->name, q->file, ql);
+			return policy_error_add(
+				ld->errs, p->file, cl,
+				"unit %s is also controlled by service '%s' (%s:%u)", p->unit,
+				q->name, q->file, ql);
 		if (!p->cgroup || !q->cgroup)
 			continue;
 		if (!strcmp(p->cgroup, q->cgroup))
-			return policy_error_add(ld->errs, p->file, cl,
-						"cgroup %s is also controlled by service '%s' (%s:%u)",
-						p->cgroup, q->name, q->file, ql);
+			return policy_error_add(
+				ld->errs, p->file, cl,
+				"cgroup %s is also controlled by service '%s' (%s:%u)", p->cgroup,
+				q->name, q->file, ql);
 		if (cgroup_contains(q->cgroup, p->cgroup))
-			return policy_error_add(ld->errs, p->file, cl,
-						"cgroup %s is inside %s of service '%s' (%s:%u); nested cgroups cannot both have a policy",
-						p->cgroup, q->cgroup, q->name, q->file, ql);
+			return policy_error_add(
+				ld->errs, p->file, cl,
+				"cgroup %s is inside %s of service '%s' (%s:%u); nested cgroups cannot both have a policy",
+				p->cgroup, q->cgroup, q->name, q->file, ql);
 		if (cgroup_contains(p->cgroup, q->cgroup))
-			return policy_error_add(ld->errs, p->file, cl,
-						"cgroup %s contains %s of service '%s' (%s:%u); nested cgroups cannot both have a policy",
-						p->cgroup, q->cgroup, q->name, q->file, ql);
+			return policy_error_add(
+				ld->errs, p->file, cl,
+				"cgroup %s contains %s of service '%s' (%s:%u); nested cgroups cannot both have a policy",
+				p->cgroup, q->cgroup, q->name, q->file, ql);
 	}
 	/*
 	 * A service's CPUs are its cpuset's, known only at run time and free
@@ -587,9 +631,10 @@ static int first_conflict(struct loader *ld, size_t i)
 	 */
 	for (size_t j = 0; ld->freq_line[i] && j < i; j++)
 		if (ld->freq_line[j])
-			return policy_error_add(ld->errs, p->file, ld->freq_line[i],
-						"CPUFrequency= is also set by service '%s' (%s:%u); at most one policy may set the CPUs' frequency",
-						v[j].name, v[j].file, ld->freq_line[j]);
+			return policy_error_add(
+				ld->errs, p->file, ld->freq_line[i],
+				"CPUFrequency= is also set by service '%s' (%s:%u); at most one policy may set the CPUs' frequency",
+				v[j].name, v[j].file, ld->freq_line[j]);
 	return 0;
 }
 
@@ -611,7 +656,8 @@ static int load_paths(struct loader *ld, char *const *paths, size_t n)
 		struct stat st;
 
 		if (stat(paths[i], &st) < 0)
-			r = policy_error_add(ld->errs, paths[i], 0, "cannot read: %s", strerror(errno));
+			r = policy_error_add(ld->errs, paths[i], 0, "cannot read: %s",
+					     strerror(errno));
 		else if (S_ISDIR(st.st_mode))
 			r = load_policy_dir(ld, paths[i]);
 		else
@@ -638,7 +684,8 @@ int policy_set_load(char *const *paths, size_t n, struct policy_set **out,
 		if (!n)
 			r = policy_error_add(errs, "policies", 0, "no policy files given");
 		for (size_t i = 0; i < n && r == 0; i++)
-			r = policy_error_add(errs, paths[i], 0, "no policy files (*.policy) in this directory");
+			r = policy_error_add(errs, paths[i], 0,
+					     "no policy files (*.policy) in this directory");
 	}
 	free(ld.cgroup_line);
 	free(ld.freq_line);
@@ -705,7 +752,10 @@ int policy_describe(const struct policy *p, char *buf, size_t len)
 		buf[0] = '\0';
 	sb_printf(&sb, "%s: %s %s%s", p->name,
 		  p->klass == POLICY_LATENCY_CRITICAL ? "latency-critical" : "best-effort",
-		  p->unit ? "unit " : "", p->cgroup ? p->cgroup : p->unit ? p->unit : "(no cgroup)");
+		  p->unit ? "unit " : "",
+		  p->cgroup ? p->cgroup :
+		  p->unit   ? p->unit :
+			      "(no cgroup)");
 	if (p->klass == POLICY_LATENCY_CRITICAL) {
 		value_format_number(p->percentile * 100, pct, sizeof(pct));
 		value_format_duration(p->target_ns, target, sizeof(target));

@@ -33,22 +33,22 @@ struct policy_range {
  *                  service's threads while it misses its target
  */
 struct policy {
-	char *name;   /* file name without ".policy" */
-	char *file;   /* path as given, for messages */
+	char *name;    /* file name without ".policy" */
+	char *file;    /* path as given, for messages */
 	unsigned line; /* line of [Service], for messages about the whole policy */
-	char *cgroup; /* relative to the cgroup root, leading '/'; NULL with unit */
-	char *unit;   /* Unit=: a systemd unit whose ControlGroup is followed; or NULL */
+	char *cgroup;  /* relative to the cgroup root, leading '/'; NULL with unit */
+	char *unit;    /* Unit=: a systemd unit whose ControlGroup is followed; or NULL */
 	enum policy_class klass;
 	/* [Objective], latency-critical only */
-	double percentile;     /* 0 < p < 1, e.g. 0.99 */
+	double percentile; /* 0 < p < 1, e.g. 0.99 */
 	uint64_t target_ns;
 	uint64_t min_requests; /* fewer in a window: no verdict, no action */
 	uint64_t window_ns;
 	/* [Limits] */
 	struct policy_range cpu_quota, cpu_weight, io_weight, cpu_freq_khz;
 	struct policy_range slice_ns; /* Slice=, latency-critical only */
-	bool weights_floor;           /* its CPU weight held at the floor: Weights=floor, the default */
-	bool weights_floor_io;        /* its I/O weight too: only with Weights=floor written */
+	bool weights_floor;    /* its CPU weight held at the floor: Weights=floor, the default */
+	bool weights_floor_io; /* its I/O weight too: only with Weights=floor written */
 };
 
 struct policy_set {

@@ -97,9 +97,9 @@ struct unit {
 struct unit_kind {
 	const struct unit *units;
 	size_t n;
-	bool anycase;          /* "ghz" as well as "GHz" */
-	const char *example;   /* "2ms" */
-	const char *expected;  /* "ns, us, \xc2\xb5s, ms or s" */
+	bool anycase;	      /* "ghz" as well as "GHz" */
+	const char *example;  /* "2ms" */
+	const char *expected; /* "ns, us, \xc2\xb5s, ms or s" */
 };
 
 /* A number and a unit of kind k: the number times the unit's scale. */
@@ -123,17 +123,17 @@ static int scaled(const char *s, const struct unit_kind *k, double *v, char *why
 }
 
 static const struct unit duration_units[] = {
-	{ "ns", 1 },
-	{ "us", 1e3 },
-	{ "\xc2\xb5s", 1e3 }, /* U+00B5 MICRO SIGN */
+	{ "ns", 1 },	      { "us", 1e3 }, { "\xc2\xb5s", 1e3 }, /* U+00B5 MICRO SIGN */
 	{ "\xce\xbcs", 1e3 }, /* U+03BC GREEK SMALL LETTER MU */
-	{ "ms", 1e6 },
-	{ "s", 1e9 },
+	{ "ms", 1e6 },	      { "s", 1e9 },
 };
 
 static const struct unit_kind durations = {
-	duration_units, sizeof(duration_units) / sizeof(*duration_units), false,
-	"2ms", "ns, us, \xc2\xb5s, ms or s",
+	duration_units,
+	sizeof(duration_units) / sizeof(*duration_units),
+	false,
+	"2ms",
+	"ns, us, \xc2\xb5s, ms or s",
 };
 
 int value_parse_duration(const char *s, uint64_t *ns, char *why)
@@ -152,8 +152,12 @@ int value_parse_duration(const char *s, uint64_t *ns, char *why)
 int value_parse_size(const char *s, uint64_t *bytes, char *why)
 {
 	static const struct unit size_units[] = {
-		{ "", 1 }, { "B", 1 }, { "K", 1024.0 }, { "M", 1024.0 * 1024 },
-		{ "G", 1024.0 * 1024 * 1024 }, { "T", 1024.0 * 1024 * 1024 * 1024 },
+		{ "", 1 },
+		{ "B", 1 },
+		{ "K", 1024.0 },
+		{ "M", 1024.0 * 1024 },
+		{ "G", 1024.0 * 1024 * 1024 },
+		{ "T", 1024.0 * 1024 * 1024 * 1024 },
 	};
 	const char *u;
 	double v;
@@ -171,7 +175,8 @@ int value_parse_size(const char *s, uint64_t *bytes, char *why)
 		*bytes = (uint64_t)v;
 		return 0;
 	}
-	return value_fail(why, "unknown unit '%s'; expected bytes or K, M, G, T (powers of 1024)", u);
+	return value_fail(why, "unknown unit '%s'; expected bytes or K, M, G, T (powers of 1024)",
+			  u);
 }
 
 int value_parse_percent(const char *s, double *fraction, char *why)
@@ -186,7 +191,8 @@ int value_parse_percent(const char *s, double *fraction, char *why)
 	if (!*u)
 		return value_fail(why, "missing '%%'; expected a percentage, e.g. 50%%");
 	if (strcmp(u, "%"))
-		return value_fail(why, "expected a percentage, e.g. 50%%, not '%s' after the number", u);
+		return value_fail(why,
+				  "expected a percentage, e.g. 50%%, not '%s' after the number", u);
 	*fraction = v / 100;
 	return 0;
 }
@@ -199,8 +205,7 @@ static const struct unit freq_units[] = {
 };
 
 static const struct unit_kind frequencies = {
-	freq_units, sizeof(freq_units) / sizeof(*freq_units), true,
-	"1.2GHz", "Hz, kHz, MHz or GHz",
+	freq_units, sizeof(freq_units) / sizeof(*freq_units), true, "1.2GHz", "Hz, kHz, MHz or GHz",
 };
 
 int value_parse_frequency(const char *s, double *khz, char *why)
@@ -226,7 +231,8 @@ int value_parse_percentile(const char *s, double *fraction, char *why)
 	if (!n || p[n])
 		return value_fail(why, "expected a percentile, e.g. 99, 99.9 or p99");
 	if (v > 0 && v < 1)
-		return value_fail(why, "below 1; percentiles are in percent: 99 (or p99) is the 99th");
+		return value_fail(why,
+				  "below 1; percentiles are in percent: 99 (or p99) is the 99th");
 	if (v < 1)
 		return value_fail(why, "a percentile must be at least 1");
 	if (v >= 100)
@@ -303,8 +309,8 @@ static int range_bound(const char *tok, const struct value_range_spec *spec, dou
 	return 0;
 }
 
-int value_parse_range(const char *s, const struct value_range_spec *spec, double *lo,
-		      double *hi, char *why)
+int value_parse_range(const char *s, const struct value_range_spec *spec, double *lo, double *hi,
+		      char *why)
 {
 	const char *dots = strstr(s, "..");
 	char a[128], b[128];
@@ -314,7 +320,9 @@ int value_parse_range(const char *s, const struct value_range_spec *spec, double
 		if (trimmed(s, strlen(s), a, sizeof(a), why) < 0)
 			return -EINVAL;
 		if (!strcmp(a, "max"))
-			return value_fail(why, "'max' is allowed only as the upper bound of a range, e.g. LOW..max");
+			return value_fail(
+				why,
+				"'max' is allowed only as the upper bound of a range, e.g. LOW..max");
 		r = range_bound(a, spec, lo, why);
 		if (r == 0)
 			*hi = *lo;
@@ -362,7 +370,8 @@ static void format_ns_significant(char *buf, size_t len, double ns, int digits)
 {
 	for (size_t i = 0; i < SHOWN_NS; i++) {
 		if (ns >= shown_ns[i].scale) {
-			snprintf(buf, len, "%.*g%s", digits, ns / shown_ns[i].scale, shown_ns[i].name);
+			snprintf(buf, len, "%.*g%s", digits, ns / shown_ns[i].scale,
+				 shown_ns[i].name);
 			return;
 		}
 	}
@@ -383,8 +392,8 @@ static void format_ns_decimals(char *buf, size_t len, double ns, int decimals)
 		ten_to_decimals *= 10;
 	for (size_t i = SHOWN_NS - 1; i > 0; i--) {
 		int d = i == SHOWN_NS - 1 ? 0 : decimals;
-		double below = shown_ns[i - 1].scale -
-			       0.5 * shown_ns[i].scale / (d ? ten_to_decimals : 1);
+		double below =
+			shown_ns[i - 1].scale - 0.5 * shown_ns[i].scale / (d ? ten_to_decimals : 1);
 
 		if (ns < below) {
 			snprintf(buf, len, "%.*f%s", d, ns / shown_ns[i].scale, shown_ns[i].name);

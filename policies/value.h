@@ -38,16 +38,16 @@ int value_parse_bool(const char *s, bool *out, char *why);
 struct value_range_spec {
 	int (*parse)(const char *s, double *v, char *why); /* one bound */
 	void (*format)(double v, char *buf, size_t len);
-	double min, max;    /* allowed values, inclusive */
-	bool max_keyword;   /* "max" (INFINITY) allowed as the upper bound */
+	double min, max;  /* allowed values, inclusive */
+	bool max_keyword; /* "max" (INFINITY) allowed as the upper bound */
 };
 
 /*
  * "LO..HI", or a single value meaning LO == HI. Both bounds within
  * [spec->min, spec->max] and LO <= HI.
  */
-int value_parse_range(const char *s, const struct value_range_spec *spec, double *lo,
-		      double *hi, char *why);
+int value_parse_range(const char *s, const struct value_range_spec *spec, double *lo, double *hi,
+		      char *why);
 
 /* One range bound, for struct value_range_spec.parse. */
 int value_parse_percent_bound(const char *s, double *v, char *why);

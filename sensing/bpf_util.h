@@ -9,7 +9,8 @@
 struct btf;
 
 /* Why a sensor cannot load without BTF (for *why). */
-#define BPF_UTIL_NO_BTF "kernel BTF is missing (/sys/kernel/btf/vmlinux; needs CONFIG_DEBUG_INFO_BTF=y)"
+#define BPF_UTIL_NO_BTF \
+	"kernel BTF is missing (/sys/kernel/btf/vmlinux; needs CONFIG_DEBUG_INFO_BTF=y)"
 
 /* Does this kernel have the BTF tracepoint name (so tp_btf/name attaches)? */
 bool bpf_util_has_tracepoint(const struct btf *btf, const char *name);

@@ -79,8 +79,8 @@ static int clean_rel(const char *p, char *out, size_t len)
 	return 0;
 }
 
-int cg_resolve(const char *base, const char *root, const char *arg, char *rel,
-	       size_t len, uint64_t *id)
+int cg_resolve(const char *base, const char *root, const char *arg, char *rel, size_t len,
+	       uint64_t *id)
 {
 	char full[PATH_MAX];
 	const char *r;

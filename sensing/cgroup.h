@@ -22,8 +22,8 @@ int cg_root_find(const char *base, char *root, size_t len);
  * leading '/' ("/" for the root itself). Accepts root/x, base/x, /x and x.
  * 0, -ENOENT when no such cgroup directory, -ENAMETOOLONG.
  */
-int cg_resolve(const char *base, const char *root, const char *arg, char *rel,
-	       size_t len, uint64_t *id);
+int cg_resolve(const char *base, const char *root, const char *arg, char *rel, size_t len,
+	       uint64_t *id);
 
 /* id -> path cache over one cgroup2 tree. */
 struct cg_names;

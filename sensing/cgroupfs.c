@@ -37,14 +37,13 @@ static int path_of(char *p, size_t len, const char *dir, const char *rel, const 
 	return 0;
 }
 
-int cgroupfs_read_cg(const char *dir, const char *sub, const char *rel, const char *file,
-		     char *buf, size_t len)
+int cgroupfs_read_cg(const char *dir, const char *sub, const char *rel, const char *file, char *buf,
+		     size_t len)
 {
 	char d[PATH_MAX], p[PATH_MAX];
 	int r;
 
-	if (snprintf(d, sizeof(d), "%s%s%s", dir, sub ? "/" : "", sub ? sub : "") >=
-	    (int)sizeof(d))
+	if (snprintf(d, sizeof(d), "%s%s%s", dir, sub ? "/" : "", sub ? sub : "") >= (int)sizeof(d))
 		r = -ENAMETOOLONG;
 	else
 		r = path_of(p, sizeof(p), d, rel, file);

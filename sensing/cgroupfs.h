@@ -16,8 +16,8 @@ int cgroupfs_read(const char *path, char *buf, size_t len);
  * hierarchy dir/sub (sub NULL: dir itself, e.g. the cgroup2 root). buf is
  * "" on failure. 0 or -errno.
  */
-int cgroupfs_read_cg(const char *dir, const char *sub, const char *rel, const char *file,
-		     char *buf, size_t len);
+int cgroupfs_read_cg(const char *dir, const char *sub, const char *rel, const char *file, char *buf,
+		     size_t len);
 /* Value of the "key value" line of a flat-keyed file (cpu.stat), NAN when absent. */
 double cgroupfs_kv(const char *buf, const char *key);
 /* The number a one-number file holds (cpuacct.usage), NAN when none. */

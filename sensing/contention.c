@@ -64,8 +64,7 @@ struct contention_snapshot {
 	struct ct_entry *v;
 };
 
-int contention_open(const struct contention_opts *opts, struct contention **out,
-		    const char **why)
+int contention_open(const struct contention_opts *opts, struct contention **out, const char **why)
 {
 	const char *base = opts->cgroup_base ? opts->cgroup_base : TW_CGROUP_BASE;
 	struct contention *c;
@@ -142,8 +141,8 @@ static void sum_counters(const struct ct_cg_counters *pc, int ncpus, struct ct_c
 }
 
 /* The entry for key: found among the first n (sorted), or appended. */
-static struct ct_entry *entry_get(struct contention_snapshot *snap, size_t sorted,
-				  size_t *cap, uint64_t key)
+static struct ct_entry *entry_get(struct contention_snapshot *snap, size_t sorted, size_t *cap,
+				  uint64_t key)
 {
 	struct ct_entry *e = idtab_find(snap->v, sorted, sizeof(*snap->v), key);
 
@@ -264,8 +263,8 @@ int contention_read(struct contention *c, struct contention_snapshot **out)
 	return 0;
 }
 
-void contention_drops(const struct contention_snapshot *now,
-		      const struct contention_snapshot *prev, struct contention_drops *d)
+void contention_drops(const struct contention_snapshot *now, const struct contention_snapshot *prev,
+		      struct contention_drops *d)
 {
 	uint64_t p[CT_DROP_MAX] = { 0 };
 
@@ -301,7 +300,8 @@ static void read_cpu(const struct contention *c, const char *rel, struct cpu_rea
 		cgroupfs_read_cg(c->root, NULL, rel, "cpu.stat", v2, sizeof(v2));
 	usec = cgroupfs_kv(v2, "usage_usec");
 	r->usage_ns = usec * 1e3;
-	if (isnan(usec) && !cgroupfs_read_cg(c->base, "cpuacct", rel, "cpuacct.usage", v1, sizeof(v1)))
+	if (isnan(usec) &&
+	    !cgroupfs_read_cg(c->base, "cpuacct", rel, "cpuacct.usage", v1, sizeof(v1)))
 		r->usage_ns = cgroupfs_single(v1);
 	r->periods = cgroupfs_kv(v2, "nr_periods");
 	if (!isnan(r->periods)) {

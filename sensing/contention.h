@@ -40,7 +40,7 @@ enum contention_signal {
 #define CONT_DEFAULT (CONT_ALL & ~(CONT_FUTEX | CONT_VFS | CONT_TCP_RTT | CONT_PAGE_FAULTS))
 
 struct contention_opts {
-	unsigned signals;       /* enum contention_signal mask to load */
+	unsigned signals;	 /* enum contention_signal mask to load */
 	const char *cgroup_base; /* "/sys/fs/cgroup" (tests pass a tree they build) */
 	uint32_t max_cgroups;
 };
@@ -53,14 +53,14 @@ struct contention_sample {
 	uint64_t cgroup_id;
 	double interval_s;
 	/* scheduler */
-	struct hist runq;        /* wakeup -> on CPU, ns */
-	double runq_delay_s;     /* total run-queue wait in the window */
-	double cpu_usage_s;      /* CPU time used (cpuacct.usage / cpu.stat usage_usec) */
-	double cpu_throttled_s;  /* cpu.stat throttled_time / throttled_usec */
+	struct hist runq;	/* wakeup -> on CPU, ns */
+	double runq_delay_s;	/* total run-queue wait in the window */
+	double cpu_usage_s;	/* CPU time used (cpuacct.usage / cpu.stat usage_usec) */
+	double cpu_throttled_s; /* cpu.stat throttled_time / throttled_usec */
 	double cpu_throttled_periods;
 	/* block I/O, attributed to the issuing cgroup */
 	double io_read_bytes, io_write_bytes;
-	struct hist io;          /* issue -> complete, ns */
+	struct hist io; /* issue -> complete, ns */
 	/* VFS, regular files only */
 	double vfs_read_bytes, vfs_write_bytes;
 	/* synchronisation */
@@ -71,7 +71,7 @@ struct contention_sample {
 	double reclaim_s;
 	/* network */
 	double tcp_retransmits;
-	double tcp_srtt_us;      /* mean smoothed RTT of the window's samples */
+	double tcp_srtt_us; /* mean smoothed RTT of the window's samples */
 	/* PSI avg10 percentages */
 	double psi_cpu_some, psi_io_some, psi_memory_some;
 };
@@ -91,8 +91,7 @@ int contention_signals_parse(const char *list, unsigned *mask);
  * 0 or -errno with *why set. Signals the kernel lacks are left out, not
  * errors: contention_missing() says which, and why.
  */
-int contention_open(const struct contention_opts *opts, struct contention **out,
-		    const char **why);
+int contention_open(const struct contention_opts *opts, struct contention **out, const char **why);
 void contention_free(struct contention *c);
 /* Attach (on) or detach the running signals' programs, as sensor_attach(). 0 or -errno. */
 int contention_attach(struct contention *c, bool on);
@@ -121,8 +120,8 @@ struct contention_drops {
 	uint64_t absurd;  /* waits longer than a minute: a lost stamp */
 };
 
-void contention_drops(const struct contention_snapshot *now,
-		      const struct contention_snapshot *prev, struct contention_drops *d);
+void contention_drops(const struct contention_snapshot *now, const struct contention_snapshot *prev,
+		      struct contention_drops *d);
 /* Number of cgroups in a snapshot (map entries), and the id of the i-th. */
 size_t contention_snapshot_len(const struct contention_snapshot *s);
 uint64_t contention_snapshot_id(const struct contention_snapshot *s, size_t i);

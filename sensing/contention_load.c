@@ -98,20 +98,23 @@ static unsigned feasible(struct contention_loaded *c, unsigned want, const struc
 	unsigned ok = 0;
 
 	if ((want & CONT_SCHED) && !runq_iter(f) && !(f->sw && f->wakeup))
-		note(c, "sched: kernel has neither sched_info with a task iterator nor sched_switch/sched_wakeup BTF tracepoints");
+		note(c,
+		     "sched: kernel has neither sched_info with a task iterator nor sched_switch/sched_wakeup BTF tracepoints");
 	else if (want & CONT_SCHED)
 		ok |= CONT_SCHED;
 	if ((want & CONT_BLOCK) && !(f->rq_complete && (f->io_start || f->rq_issue)))
-		note(c, "block: kernel has no block_rq_complete and block_io_start/block_rq_issue tracepoints");
+		note(c,
+		     "block: kernel has no block_rq_complete and block_io_start/block_rq_issue tracepoints");
 	else if (want & CONT_BLOCK)
 		ok |= CONT_BLOCK;
 	if ((want & CONT_VFS) && !(f->sys_exit && SYSCALL_ABI_OK))
 		note(c, "vfs: needs the sys_exit tracepoint on x86_64");
 	else if (want & CONT_VFS)
 		ok |= CONT_VFS;
-	if ((want & CONT_FUTEX) && !(SYSCALL_ABI_OK && ((f->sw && f->task_pt_regs) ||
-							 (f->sys_enter && f->sys_exit))))
-		note(c, "futex: needs sched_switch and bpf_task_pt_regs (5.15+), or the sys_enter/sys_exit tracepoints, on x86_64");
+	if ((want & CONT_FUTEX) &&
+	    !(SYSCALL_ABI_OK && ((f->sw && f->task_pt_regs) || (f->sys_enter && f->sys_exit))))
+		note(c,
+		     "futex: needs sched_switch and bpf_task_pt_regs (5.15+), or the sys_enter/sys_exit tracepoints, on x86_64");
 	else if (want & CONT_FUTEX)
 		ok |= CONT_FUTEX;
 	if ((want & CONT_LOCK) && !(f->lock_begin && f->lock_end))
@@ -127,22 +130,26 @@ static unsigned feasible(struct contention_loaded *c, unsigned want, const struc
 	else if (want & CONT_PAGE_FAULTS)
 		ok |= CONT_PAGE_FAULTS;
 	if ((want & CONT_NETWORK) && !f->sk_cgrp)
-		note(c, "network: sockets carry no cgroup here (CONFIG_SOCK_CGROUP_DATA off), TCP events cannot be attributed");
+		note(c,
+		     "network: sockets carry no cgroup here (CONFIG_SOCK_CGROUP_DATA off), TCP events cannot be attributed");
 	else if ((want & CONT_NETWORK) && !f->retrans)
 		note(c, "network: kernel has no tcp_retransmit_skb tracepoint");
 	else if (want & CONT_NETWORK)
 		ok |= CONT_NETWORK;
 	if ((want & CONT_TCP_RTT) && !f->sk_cgrp)
-		note(c, "tcp_rtt: sockets carry no cgroup here (CONFIG_SOCK_CGROUP_DATA off), TCP events cannot be attributed");
+		note(c,
+		     "tcp_rtt: sockets carry no cgroup here (CONFIG_SOCK_CGROUP_DATA off), TCP events cannot be attributed");
 	else if ((want & CONT_TCP_RTT) && !f->probe)
 		note(c, "tcp_rtt: kernel has no tcp_probe tracepoint");
 	else if (want & CONT_TCP_RTT)
 		ok |= CONT_TCP_RTT;
 	/* Fallbacks that run, but cost more: worth a word in the log. */
 	if ((ok & CONT_SCHED) && !runq_iter(f))
-		note(c, "sched: no sched_info accounting or task iterator here, run-queue waits are stamped at wake-up and switch (costlier)");
+		note(c,
+		     "sched: no sched_info accounting or task iterator here, run-queue waits are stamped at wake-up and switch (costlier)");
 	if ((ok & CONT_FUTEX) && !(f->sw && f->task_pt_regs))
-		note(c, "futex: no bpf_task_pt_regs (5.15+), waits come from sys_enter/sys_exit (costs every syscall)");
+		note(c,
+		     "futex: no bpf_task_pt_regs (5.15+), waits come from sys_enter/sys_exit (costs every syscall)");
 	return ok;
 }
 
@@ -170,7 +177,7 @@ static int configure(struct contention_bpf *skel, unsigned m, const struct featu
 	skel->rodata->futex_switch = futex_switch;
 	skel->rodata->futex_syscalls = (m & CONT_FUTEX) && !futex_switch;
 	skel->rodata->runq_sched_info = f->sched_info;
-	bpf_object__for_each_program(p, skel->obj)
+	bpf_object__for_each_program (p, skel->obj)
 		bpf_program__set_autoload(p, false);
 #define ON(prog, cond) bpf_program__set_autoload(skel->progs.prog, (cond))
 	ON(ct_runq_iter, iter);
@@ -223,16 +230,26 @@ static int load(unsigned m, const struct features *f, uint32_t max_cgroups,
 static const char *signal_name(unsigned bit)
 {
 	switch (bit) {
-	case CONT_SCHED: return "sched";
-	case CONT_BLOCK: return "block";
-	case CONT_VFS: return "vfs";
-	case CONT_FUTEX: return "futex";
-	case CONT_LOCK: return "lock";
-	case CONT_MEMORY: return "memory";
-	case CONT_NETWORK: return "network";
-	case CONT_TCP_RTT: return "tcp_rtt";
-	case CONT_PAGE_FAULTS: return "page_faults";
-	default: return "?";
+	case CONT_SCHED:
+		return "sched";
+	case CONT_BLOCK:
+		return "block";
+	case CONT_VFS:
+		return "vfs";
+	case CONT_FUTEX:
+		return "futex";
+	case CONT_LOCK:
+		return "lock";
+	case CONT_MEMORY:
+		return "memory";
+	case CONT_NETWORK:
+		return "network";
+	case CONT_TCP_RTT:
+		return "tcp_rtt";
+	case CONT_PAGE_FAULTS:
+		return "page_faults";
+	default:
+		return "?";
 	}
 }
 
@@ -294,7 +311,8 @@ static int load_feasible(struct contention_loaded *c, unsigned m, const struct f
 		if (r == -ENOMEM)
 			return r;
 		if (r) {
-			note(c, "%s: the kernel refused its BPF programs (%s; TAILWARDEN_DEBUG_LIBBPF=1 shows the verifier log)",
+			note(c,
+			     "%s: the kernel refused its BPF programs (%s; TAILWARDEN_DEBUG_LIBBPF=1 shows the verifier log)",
 			     signal_name(bit), strerror(-r));
 			continue;
 		}
@@ -307,7 +325,8 @@ static int load_feasible(struct contention_loaded *c, unsigned m, const struct f
 	if (r == -ENOMEM)
 		return r;
 	if (r) {
-		note(c, "all: the BPF programs loaded one by one but not together (%s)", strerror(-r));
+		note(c, "all: the BPF programs loaded one by one but not together (%s)",
+		     strerror(-r));
 		return 0;
 	}
 	c->running = good;

@@ -16,10 +16,10 @@ struct contention_bpf;
 /* What was loaded. */
 struct contention_loaded {
 	struct contention_bpf *skel; /* NULL when no BPF signal runs */
-	unsigned running;            /* enum contention_signal mask */
-	int ncpus;                   /* possible CPUs (per-CPU map values) */
-	uint64_t iter_prev_ns;       /* when the run-queue iterator last ran (CLOCK_MONOTONIC) */
-	char missing[1024];          /* each requested signal not running, and why */
+	unsigned running;	     /* enum contention_signal mask */
+	int ncpus;		     /* possible CPUs (per-CPU map values) */
+	uint64_t iter_prev_ns;	     /* when the run-queue iterator last ran (CLOCK_MONOTONIC) */
+	char missing[1024];	     /* each requested signal not running, and why */
 };
 
 /*

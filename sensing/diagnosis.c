@@ -168,10 +168,10 @@ static double get_io_bytes(const struct contention_sample *c)
 	return c->io_read_bytes + c->io_write_bytes; /* NAN if either is */
 }
 
-#define GETTER(f)                                                  \
+#define GETTER(f)                                                \
 	static double get_##f(const struct contention_sample *c) \
-	{                                                          \
-		return c->f;                                       \
+	{                                                        \
+		return c->f;                                     \
 	}
 GETTER(runq_delay_s)
 GETTER(cpu_throttled_s)
@@ -209,6 +209,7 @@ GETTER(cpu_usage_s)
  * as "up" at 2x: cache and frequency effects of a neighbour move it by
  * well under that, extra threads of the cgroup's own by more.
  */
+// clang-format off
 static const struct sig_def signals[] = {
 	{ "runq_delay_us.p99", DIAG_CPU, DIAG_NONE, get_runq_p99, NORM_NONE, 20, 3, 2 },
 	{ "runq_delay_s/req", DIAG_CPU, DIAG_NONE, get_runq_delay_s, NORM_REQ, 1e-6, 2.5, 1.7 },
@@ -227,6 +228,7 @@ static const struct sig_def signals[] = {
 	{ "cpu_usage_s/req", DIAG_NONE, DIAG_CPU, get_cpu_usage_s, NORM_REQ, 1e-6, 2, 1.5 },
 	{ "io_bytes/req", DIAG_NONE, DIAG_IO, get_io_bytes, NORM_REQ, 4096, 2, 1.5 },
 };
+// clang-format on
 
 #define N_SIGNALS (sizeof(signals) / sizeof(*signals))
 #define N_CLASSES (DIAG_NETWORK + 1)
@@ -253,12 +255,12 @@ static const char *const phase_signal[TW_PHASES] = {
 
 /* What one window measured, before it is folded into the baselines. */
 struct window {
-	double dt;         /* interval in s, NAN if unknown */
+	double dt;	   /* interval in s, NAN if unknown */
 	double a, a_slow;  /* EWMA weights for this interval */
-	bool busy;         /* enough requests for a latency verdict */
+	bool busy;	   /* enough requests for a latency verdict */
 	double lat, lat_r; /* p99 in ns and its ratio to the baseline */
 	double rate, rate_r;
-	double v[N_SIGNALS], r[N_SIGNALS]; /* NAN where unavailable */
+	double v[N_SIGNALS], r[N_SIGNALS];     /* NAN where unavailable */
 	double ph[TW_PHASES], ph_r[TW_PHASES]; /* phases' p99 in ns and ratios; NAN where unseen */
 };
 
@@ -275,7 +277,7 @@ void diag_state_free(struct diag_state *s)
 const char *diag_dominant_name(enum diag_dominant d)
 {
 	static const char *const names[] = {
-		[DIAG_NONE] = "none", [DIAG_CPU] = "cpu", [DIAG_IO] = "io",
+		[DIAG_NONE] = "none", [DIAG_CPU] = "cpu",	[DIAG_IO] = "io",
 		[DIAG_LOCK] = "lock", [DIAG_MEMORY] = "memory", [DIAG_NETWORK] = "network",
 	};
 
@@ -340,8 +342,8 @@ static double interval_of(const struct qos_sample *q, const struct contention_sa
 	return NAN;
 }
 
-static double sig_value(const struct sig_def *d, const struct contention_sample *c,
-			uint64_t reqs, double dt)
+static double sig_value(const struct sig_def *d, const struct contention_sample *c, uint64_t reqs,
+			double dt)
 {
 	double v = d->get(c);
 
@@ -427,8 +429,8 @@ static double score(const struct diag_state *s, const struct window *w, size_t i
 
 /* The resource whose elevated signal stands out most, with stickiness. */
 /* Highest ratio among the elevated signals of a class (work signals: work_of). */
-static double class_ratio(const struct diag_state *s, const struct window *w,
-			  enum diag_dominant k, bool work)
+static double class_ratio(const struct diag_state *s, const struct window *w, enum diag_dominant k,
+			  bool work)
 {
 	double r = 0;
 
@@ -612,8 +614,8 @@ static void add_phase_evidence(const struct diag_state *s, const struct window *
 }
 
 /* Evidence order: the dominant resource's signals first, then by score. */
-static bool before(const struct diag_state *s, const struct window *w,
-		   enum diag_dominant d, size_t i, size_t j)
+static bool before(const struct diag_state *s, const struct window *w, enum diag_dominant d,
+		   size_t i, size_t j)
 {
 	bool mi = signals[i].class == d, mj = signals[j].class == d;
 
@@ -624,8 +626,8 @@ static bool before(const struct diag_state *s, const struct window *w,
  * Evidence: every elevated signal, the dominant resource's first (the
  * policy reads the first one), each group strongest first.
  */
-static void add_evidence(const struct diag_state *s, const struct window *w,
-			 enum diag_dominant d, struct diagnosis *out)
+static void add_evidence(const struct diag_state *s, const struct window *w, enum diag_dominant d,
+			 struct diagnosis *out)
 {
 	size_t idx[N_SIGNALS], n = 0;
 

@@ -12,19 +12,26 @@
 #include "sensing/sensor.h"
 
 enum diag_dominant {
-	DIAG_NONE, DIAG_CPU, DIAG_IO, DIAG_LOCK, DIAG_MEMORY, DIAG_NETWORK,
+	DIAG_NONE,
+	DIAG_CPU,
+	DIAG_IO,
+	DIAG_LOCK,
+	DIAG_MEMORY,
+	DIAG_NETWORK,
 };
 
 enum diag_cause {
-	DIAG_CAUSE_UNKNOWN, DIAG_CAUSE_LOAD, DIAG_CAUSE_INTERFERENCE,
+	DIAG_CAUSE_UNKNOWN,
+	DIAG_CAUSE_LOAD,
+	DIAG_CAUSE_INTERFERENCE,
 };
 
 /* One signal that stands out against the cgroup's own baseline. */
 struct diag_evidence {
-	const char *signal;  /* JSON name, e.g. "runq_delay_us.p99", "phase.queued_us.p99" */
-	double value;        /* this window */
-	double baseline;     /* recent baseline */
-	double ratio;        /* value / baseline (or a large number when baseline is ~0) */
+	const char *signal; /* JSON name, e.g. "runq_delay_us.p99", "phase.queued_us.p99" */
+	double value;	    /* this window */
+	double baseline;    /* recent baseline */
+	double ratio;	    /* value / baseline (or a large number when baseline is ~0) */
 };
 
 /* Up to three phases and the resource signals. */

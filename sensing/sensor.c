@@ -18,16 +18,16 @@ struct sensor {
 	struct sensor_bpf *skel;
 	enum sensor_mode mode;
 	const char *reason;
-	char reason_buf[320];	/* when the reason is made at load (load_fallback) */
+	char reason_buf[320]; /* when the reason is made at load (load_fallback) */
 	int ncpus;
-	struct tw_cg_sums *pcs;	/* one slot's per-CPU sums (sensor_read's buffer) */
+	struct tw_cg_sums *pcs; /* one slot's per-CPU sums (sensor_read's buffer) */
 };
 
 struct snap_entry {
 	uint64_t id;
 	struct tw_cg_counters c;
 	struct tw_cg_hists h;
-	struct tw_cg_sums sums;	/* summed over CPUs */
+	struct tw_cg_sums sums; /* summed over CPUs */
 };
 
 struct sensor_snapshot {
@@ -60,19 +60,18 @@ const char *sensor_mode_name(enum sensor_mode mode)
 	return mode_names[mode];
 }
 
-
 /*
  * The hooks a kernel offers the request sensor, found in its BTF. Which
  * programs load follows from them and the mode (configure()).
  */
 struct hooks {
-	bool copy;	 /* tracepoint tcp_rcv_space_adjust (4.16+): the arrival stamp */
-	bool send_tp;	 /* tracepoint sock_send_length (6.3+): a send's end */
-	bool recv_tp;	 /* tracepoint sock_recv_length (6.3+): the receive mode's start */
-	bool kfunc;	 /* kfunc bpf_rdonly_cast (6.2+): else bpf_skc_to_tcp_sock */
-	bool sendmsg;	 /* tcp_sendmsg for fexit, where sock_send_length is missing */
-	bool sendpage;	 /* tcp_sendpage for fexit (sendfile and splice, before 6.5) */
-	bool sys;	 /* tracepoint sys_exit: the syscall fallback */
+	bool copy;     /* tracepoint tcp_rcv_space_adjust (4.16+): the arrival stamp */
+	bool send_tp;  /* tracepoint sock_send_length (6.3+): a send's end */
+	bool recv_tp;  /* tracepoint sock_recv_length (6.3+): the receive mode's start */
+	bool kfunc;    /* kfunc bpf_rdonly_cast (6.2+): else bpf_skc_to_tcp_sock */
+	bool sendmsg;  /* tcp_sendmsg for fexit, where sock_send_length is missing */
+	bool sendpage; /* tcp_sendpage for fexit (sendfile and splice, before 6.5) */
+	bool sys;      /* tracepoint sys_exit: the syscall fallback */
 };
 
 static void find_hooks(const struct btf *btf, struct hooks *h)
@@ -126,16 +125,20 @@ static int choose_mode(const struct btf *btf, enum sensor_mode want, struct hook
 		return -EOPNOTSUPP;
 	}
 	if (want == SENSOR_MODE_AUTO)
-		want = arrival ? SENSOR_MODE_ARRIVAL : receive ? SENSOR_MODE_RECEIVE : SENSOR_MODE_SYSCALL;
+		want = arrival ? SENSOR_MODE_ARRIVAL :
+		       receive ? SENSOR_MODE_RECEIVE :
+				 SENSOR_MODE_SYSCALL;
 	*mode = want;
 	switch (want) {
 	case SENSOR_MODE_ARRIVAL:
 		*why = arrival_why(h);
 		return arrival ? 0 : -EOPNOTSUPP;
 	case SENSOR_MODE_RECEIVE:
-		*why = receive ? (h->copy ? "receive-stamped (requested): spans start at the server's first receive; time queued before it is not seen" :
-				  "receive-stamped: kernel has no tcp_rcv_space_adjust tracepoint, so spans start at the server's first receive and miss time queued before it") :
-			"mode receive needs tracepoints sock_recv_length/sock_send_length (6.3+)";
+		*why = receive ?
+			       (h->copy ?
+					"receive-stamped (requested): spans start at the server's first receive; time queued before it is not seen" :
+					"receive-stamped: kernel has no tcp_rcv_space_adjust tracepoint, so spans start at the server's first receive and miss time queued before it") :
+			       "mode receive needs tracepoints sock_recv_length/sock_send_length (6.3+)";
 		return receive ? 0 : -EOPNOTSUPP;
 	default:
 		*why = syscall_why(h, want);
@@ -268,9 +271,10 @@ static int load_fallback(struct sensor *s, const struct sensor_opts *opts, const
 	s->skel = NULL;
 	if (!h->sys)
 		return err;
-	snprintf(s->reason_buf, sizeof(s->reason_buf),
-		 "syscall fallback: this kernel has no sock_send_length tracepoint (6.3+) and refused fexit on tcp_sendmsg (%s); receive-stamped spans from socket syscall exits, at a cost to every syscall",
-		 strerror(-err));
+	snprintf(
+		s->reason_buf, sizeof(s->reason_buf),
+		"syscall fallback: this kernel has no sock_send_length tracepoint (6.3+) and refused fexit on tcp_sendmsg (%s); receive-stamped spans from socket syscall exits, at a cost to every syscall",
+		strerror(-err));
 	r = load(s, opts, SENSOR_MODE_SYSCALL, h, why);
 	if (r)
 		return r;
@@ -307,7 +311,8 @@ int sensor_open(const struct sensor_opts *opts, struct sensor **out, const char 
 		goto fail;
 	}
 	r = load(s, opts, s->mode, &h, why);
-	if (r && s->mode == SENSOR_MODE_ARRIVAL && send_by_fexit(&h) && opts->mode == SENSOR_MODE_AUTO)
+	if (r && s->mode == SENSOR_MODE_ARRIVAL && send_by_fexit(&h) &&
+	    opts->mode == SENSOR_MODE_AUTO)
 		r = load_fallback(s, opts, &h, r, why);
 	if (r)
 		goto fail;
@@ -353,8 +358,9 @@ void sensor_phases(const struct sensor *s, bool on[TW_PHASES], const char **why)
 
 	for (unsigned i = 0; i < TW_PHASES; i++)
 		on[i] = i != TW_PHASE_QUEUED || arrival;
-	*why = arrival ? NULL :
-		"phase queued not seen: in this mode a request starts at the server's first read of it, so the time its bytes waited before that read is not seen (service and sending are)";
+	*why = arrival ?
+		       NULL :
+		       "phase queued not seen: in this mode a request starts at the server's first read of it, so the time its bytes waited before that read is not seen (service and sending are)";
 }
 
 void sensor_snapshot_free(struct sensor_snapshot *snap)
@@ -423,8 +429,9 @@ int sensor_read(struct sensor *s, struct sensor_snapshot **out)
 			continue; /* deleted meanwhile */
 		e->id = key;
 		sum_counters(pc, s->ncpus, &e->c);
-		if (bpf_map_lookup_elem(sfd, &key, &slot) || bpf_map_lookup_elem(hfd, &slot, &e->h) ||
-		    e->h.cgid != key || bpf_map_lookup_elem(mfd, &slot, s->pcs)) {
+		if (bpf_map_lookup_elem(sfd, &key, &slot) ||
+		    bpf_map_lookup_elem(hfd, &slot, &e->h) || e->h.cgid != key ||
+		    bpf_map_lookup_elem(mfd, &slot, s->pcs)) {
 			/* no traffic served yet, or forgotten meanwhile */
 			memset(&e->h, 0, sizeof(e->h));
 			memset(&e->sums, 0, sizeof(e->sums));

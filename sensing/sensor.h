@@ -25,12 +25,15 @@ struct sensor_opts {
 	uint32_t max_cgroups; /* cgroup table size */
 	uint64_t quiet_ns;    /* a reply send after this much quiet is not the same reply */
 	uint64_t max_span_ns; /* longer spans are dropped and counted */
-	bool outbound;        /* also time this host's own outbound requests */
+	bool outbound;	      /* also time this host's own outbound requests */
 };
 
-#define SENSOR_OPTS_DEFAULT                                                   \
-	{ .mode = SENSOR_MODE_AUTO, .max_conns = TW_MAX_CONNS, .max_cgroups = TW_MAX_CGROUPS, \
-	  .quiet_ns = 100000000ULL, .max_span_ns = 60000000000ULL }
+#define SENSOR_OPTS_DEFAULT                                              \
+	{                                                                \
+		.mode = SENSOR_MODE_AUTO, .max_conns = TW_MAX_CONNS,     \
+		.max_cgroups = TW_MAX_CGROUPS, .quiet_ns = 100000000ULL, \
+		.max_span_ns = 60000000000ULL                            \
+	}
 
 /* Global drop counters over a window. */
 struct sensor_drops {
@@ -47,7 +50,7 @@ struct qos_sample {
 	uint64_t out_requests, out_bytes_in, out_bytes_out;
 	uint64_t spans_dropped;
 	struct hist latency, ttfb, outbound;
-	bool outbound_on;     /* out_* and outbound were measured (sensor_opts.outbound) */
+	bool outbound_on; /* out_* and outbound were measured (sensor_opts.outbound) */
 	/*
 	 * The served requests' phases (enum tw_phase: queued, service,
 	 * sending), each a histogram and a sum, and the sum of their spans:

@@ -71,33 +71,33 @@
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 
-#define NSEC_PER_SEC	1000000000ULL
-#define NSEC_PER_MSEC	1000000ULL
+#define NSEC_PER_SEC 1000000000ULL
+#define NSEC_PER_MSEC 1000000ULL
 
 /* Per connection; must hold the longest header or status line. */
-#define RXBUF_SIZE	(64 * 1024)
-#define MAX_EVENTS	256
-#define MAX_CONNS	10000
-#define MAX_SAMPLES	(256ULL * 1024 * 1024)
+#define RXBUF_SIZE (64 * 1024)
+#define MAX_EVENTS 256
+#define MAX_CONNS 10000
+#define MAX_SAMPLES (256ULL * 1024 * 1024)
 
 /* Connect phase before t0; together with the drain wait, bounds the run. */
-#define CONNECT_PHASE_NS	(2 * NSEC_PER_SEC)
-#define DEFAULT_DRAIN_S		5.0
-#define MAX_DRAIN_S		7.0
+#define CONNECT_PHASE_NS (2 * NSEC_PER_SEC)
+#define DEFAULT_DRAIN_S 5.0
+#define MAX_DRAIN_S 7.0
 /* Whatever happens, exit this long after start + duration. */
-#define HARD_SLACK_NS		(9500 * NSEC_PER_MSEC)
+#define HARD_SLACK_NS (9500 * NSEC_PER_MSEC)
 /* Delay before retrying a connection that failed before doing any work. */
-#define RETRY_NS		(20 * NSEC_PER_MSEC)
+#define RETRY_NS (20 * NSEC_PER_MSEC)
 
-#define TIMER_TOKEN	UINT64_MAX
+#define TIMER_TOKEN UINT64_MAX
 
 enum proto { PROTO_HTTP, PROTO_REDIS, PROTO_MEMCACHED };
 
 enum conn_state {
-	CS_DOWN,	/* no socket; reopened at retry_at */
-	CS_CONNECTING,	/* non-blocking connect in progress */
-	CS_IDLE,	/* connected, no request outstanding */
-	CS_BUSY,	/* request written (maybe partly), reply pending */
+	CS_DOWN,       /* no socket; reopened at retry_at */
+	CS_CONNECTING, /* non-blocking connect in progress */
+	CS_IDLE,       /* connected, no request outstanding */
+	CS_BUSY,       /* request written (maybe partly), reply pending */
 };
 
 enum parse_rc { PR_MORE, PR_DONE, PR_ERR };
@@ -105,26 +105,26 @@ enum parse_rc { PR_MORE, PR_DONE, PR_ERR };
 /* Incremental reply parser state; the meaning of state is per protocol. */
 struct parser {
 	int state;
-	int status;		/* HTTP status code */
-	int64_t clen;		/* HTTP Content-Length, -1 when absent */
-	bool chunked;		/* HTTP Transfer-Encoding: chunked */
-	int64_t pending;	/* RESP values still expected */
-	uint64_t skip;		/* payload bytes to drop, then a line */
+	int status;	 /* HTTP status code */
+	int64_t clen;	 /* HTTP Content-Length, -1 when absent */
+	bool chunked;	 /* HTTP Transfer-Encoding: chunked */
+	int64_t pending; /* RESP values still expected */
+	uint64_t skip;	 /* payload bytes to drop, then a line */
 };
 
 struct conn {
 	int fd;
-	uint32_t gen;		/* bumped on each (re)open; tags events */
+	uint32_t gen; /* bumped on each (re)open; tags events */
 	enum conn_state state;
-	bool in_ring;		/* has an entry in the idle ring */
-	bool want_out;		/* EPOLLOUT armed for a partial write */
-	bool close_after;	/* server said it closes after this reply */
+	bool in_ring;	  /* has an entry in the idle ring */
+	bool want_out;	  /* EPOLLOUT armed for a partial write */
+	bool close_after; /* server said it closes after this reply */
 	uint64_t done_since_open;
 	uint64_t retry_at;
 	uint64_t t_sched;
 	uint64_t t_write;
-	uint64_t t_write_rt;	/* CLOCK_REALTIME at write: SO_TIMESTAMPNS's clock */
-	uint64_t t_rx_rt;	/* kernel receive time of the latest segment read */
+	uint64_t t_write_rt; /* CLOCK_REALTIME at write: SO_TIMESTAMPNS's clock */
+	uint64_t t_rx_rt;    /* kernel receive time of the latest segment read */
 	size_t tx_off;
 	size_t rx_pos;
 	size_t rx_len;
@@ -162,23 +162,23 @@ struct lg {
 	const struct proto_ops *ops;
 	int ep;
 	int tfd;
-	uint64_t armed;		/* absolute deadline the timerfd holds */
+	uint64_t armed; /* absolute deadline the timerfd holds */
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	char *req;
 	size_t req_len;
 
 	struct conn *conns;
-	uint32_t *ring;		/* FIFO of idle connections */
+	uint32_t *ring; /* FIFO of idle connections */
 	uint32_t ring_head;
 	uint32_t ring_len;
 	uint32_t n_down;
-	uint32_t n_connected;	/* connections that ever got established */
+	uint32_t n_connected; /* connections that ever got established */
 	int last_connect_errno;
 
 	uint64_t t_start;
 	uint64_t t0;
-	uint64_t t_end;		/* t0 + duration: scheduling stops */
+	uint64_t t_end; /* t0 + duration: scheduling stops */
 	uint64_t drain_deadline;
 	uint64_t hard_deadline;
 	bool draining;
@@ -187,7 +187,7 @@ struct lg {
 	uint64_t n_total;
 	uint64_t next_due;
 	uint64_t q_head;
-	uint64_t q_counted;	/* requests already judged queued or not */
+	uint64_t q_counted; /* requests already judged queued or not */
 
 	uint64_t sent;
 	uint64_t completed;
@@ -199,14 +199,14 @@ struct lg {
 	uint64_t *lat;
 	uint64_t *slat;
 	uint64_t *rxlat;
-	double t0_unix;		/* t0 on the wall clock, seconds */
-	uint64_t *due;		/* when the request was due, ns after t0 */
+	double t0_unix; /* t0 on the wall clock, seconds */
+	uint64_t *due;	/* when the request was due, ns after t0 */
 	size_t n_samples;
 	size_t cap_samples;
 
-	FILE *live;		/* --live: one line a second */
-	uint64_t next_live;	/* when the next line is due */
-	size_t live_from;	/* first sample not yet in a --live line */
+	FILE *live;	    /* --live: one line a second */
+	uint64_t next_live; /* when the next line is due */
+	size_t live_from;   /* first sample not yet in a --live line */
 	uint64_t *live_tmp;
 	size_t live_cap;
 };
@@ -271,8 +271,7 @@ static bool parse_u64(const char *s, int base, uint64_t *out, char **endp)
 
 	while (*s == ' ' || *s == '\t')
 		s++;
-	if (!(base == 16 ? isxdigit((unsigned char)*s) :
-			   (*s >= '0' && *s <= '9')))
+	if (!(base == 16 ? isxdigit((unsigned char)*s) : (*s >= '0' && *s <= '9')))
 		return false;
 	errno = 0;
 	*out = strtoull(s, &end, base);
@@ -287,13 +286,11 @@ static enum parse_rc http_status_line(struct conn *c, char *line, size_t len)
 {
 	struct parser *p = &c->p;
 
-	if (len < 12 || memcmp(line, "HTTP/1.", 7) ||
-	    line[8] != ' ' || !isdigit((unsigned char)line[9]) ||
-	    !isdigit((unsigned char)line[10]) ||
+	if (len < 12 || memcmp(line, "HTTP/1.", 7) || line[8] != ' ' ||
+	    !isdigit((unsigned char)line[9]) || !isdigit((unsigned char)line[10]) ||
 	    !isdigit((unsigned char)line[11]))
 		return PR_ERR;
-	p->status = (line[9] - '0') * 100 + (line[10] - '0') * 10 +
-		    (line[11] - '0');
+	p->status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
 	p->clen = -1;
 	p->chunked = false;
 	/* HTTP/1.0 closes after the reply unless it says keep-alive. */
@@ -415,10 +412,18 @@ static enum parse_rc resp_line(struct conn *c, char *line, size_t len)
 	if (len == 0)
 		return PR_ERR;
 	switch (line[0]) {
-	case '+': case '-': case ':': case '_': case '#': case ',': case '(':
+	case '+':
+	case '-':
+	case ':':
+	case '_':
+	case '#':
+	case ',':
+	case '(':
 		p->pending--;
 		break;
-	case '$': case '!': case '=':
+	case '$':
+	case '!':
+	case '=':
 		errno = 0;
 		n = strtoll(line + 1, &end, 10);
 		if (errno || end == line + 1 || n > (1LL << 40))
@@ -427,9 +432,13 @@ static enum parse_rc resp_line(struct conn *c, char *line, size_t len)
 			p->pending--;
 			break;
 		}
-		p->skip = (uint64_t)n + 2;	/* data and its CRLF */
+		p->skip = (uint64_t)n + 2; /* data and its CRLF */
 		return PR_MORE;
-	case '*': case '~': case '>': case '%': case '|':
+	case '*':
+	case '~':
+	case '>':
+	case '%':
+	case '|':
 		errno = 0;
 		n = strtoll(line + 1, &end, 10);
 		if (errno || end == line + 1 || n > (1LL << 30))
@@ -463,10 +472,9 @@ static enum parse_rc mc_line(struct conn *c, char *line, size_t len)
 	if (!strcmp(line, "END"))
 		return PR_DONE;
 	if (!strncmp(line, "VALUE ", 6)) {
-		if (sscanf(line, "VALUE %*s %*u %llu", &bytes) != 1 ||
-		    bytes > (1ULL << 40))
+		if (sscanf(line, "VALUE %*s %*u %llu", &bytes) != 1 || bytes > (1ULL << 40))
 			return PR_ERR;
-		c->p.skip = bytes + 2;	/* data and its CRLF */
+		c->p.skip = bytes + 2; /* data and its CRLF */
 		return PR_MORE;
 	}
 	/* An error reply is still a complete reply with a real latency. */
@@ -479,7 +487,7 @@ static enum parse_rc mc_line(struct conn *c, char *line, size_t len)
 static enum parse_rc mc_skipped(struct conn *c)
 {
 	(void)c;
-	return PR_MORE;		/* another VALUE or END follows */
+	return PR_MORE; /* another VALUE or END follows */
 }
 
 static const struct proto_ops proto_ops[] = {
@@ -544,8 +552,7 @@ static void idle_push(struct lg *lg, struct conn *c)
 	if (c->in_ring)
 		return;
 	c->in_ring = true;
-	lg->ring[(lg->ring_head + lg->ring_len) % lg->o.conns] =
-		c - lg->conns;
+	lg->ring[(lg->ring_head + lg->ring_len) % lg->o.conns] = c - lg->conns;
 	lg->ring_len++;
 }
 
@@ -568,7 +575,7 @@ static struct conn *idle_pop(struct lg *lg)
 static void conn_close(struct lg *lg, struct conn *c)
 {
 	if (c->state == CS_BUSY)
-		lg->in_flight--;	/* that request is lost */
+		lg->in_flight--; /* that request is lost */
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -602,8 +609,7 @@ static void conn_open(struct lg *lg, struct conn *c)
 	int one = 1;
 	int fd;
 
-	fd = socket(lg->addr.ss_family,
-		    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = socket(lg->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		goto fail;
 	/* Requests are single small writes: never let Nagle hold one. */
@@ -615,8 +621,7 @@ static void conn_open(struct lg *lg, struct conn *c)
 	c->want_out = false;
 	c->close_after = false;
 	c->done_since_open = 0;
-	if (connect(fd, (struct sockaddr *)&lg->addr, lg->addrlen) &&
-	    errno != EINPROGRESS) {
+	if (connect(fd, (struct sockaddr *)&lg->addr, lg->addrlen) && errno != EINPROGRESS) {
 		close(fd);
 		c->fd = -1;
 		goto fail;
@@ -672,8 +677,7 @@ static void conn_flush(struct lg *lg, struct conn *c)
 	ssize_t n;
 
 	while (c->tx_off < lg->req_len) {
-		n = send(c->fd, lg->req + c->tx_off, lg->req_len - c->tx_off,
-			 MSG_NOSIGNAL);
+		n = send(c->fd, lg->req + c->tx_off, lg->req_len - c->tx_off, MSG_NOSIGNAL);
 		if (n > 0) {
 			c->tx_off += n;
 			continue;
@@ -682,8 +686,7 @@ static void conn_flush(struct lg *lg, struct conn *c)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			if (!c->want_out &&
-			    ep_set(lg, c, EPOLL_CTL_MOD,
-				   EPOLLIN | EPOLLRDHUP | EPOLLOUT)) {
+			    ep_set(lg, c, EPOLL_CTL_MOD, EPOLLIN | EPOLLRDHUP | EPOLLOUT)) {
 				conn_fail(lg, c);
 				return;
 			}
@@ -715,8 +718,7 @@ static void conn_send(struct lg *lg, struct conn *c, uint64_t sched)
 	conn_flush(lg, c);
 }
 
-static void record_sample(struct lg *lg, uint64_t lat, uint64_t slat, uint64_t rxlat,
-			  uint64_t due)
+static void record_sample(struct lg *lg, uint64_t lat, uint64_t slat, uint64_t rxlat, uint64_t due)
 {
 	size_t cap;
 
@@ -746,8 +748,7 @@ static void conn_complete(struct lg *lg, struct conn *c)
 	/* No timestamp (reply ended by EOF), or clock stepped: the read time. */
 	if (c->t_rx_rt >= c->t_write_rt && c->t_rx_rt - c->t_write_rt <= lat)
 		rx = c->t_rx_rt - c->t_write_rt;
-	record_sample(lg, lat, t - c->t_sched, rx,
-		      c->t_sched > lg->t0 ? c->t_sched - lg->t0 : 0);
+	record_sample(lg, lat, t - c->t_sched, rx, c->t_sched > lg->t0 ? c->t_sched - lg->t0 : 0);
 	lg->completed++;
 	lg->in_flight--;
 	lg->last_done = t;
@@ -770,8 +771,7 @@ static void conn_complete(struct lg *lg, struct conn *c)
 
 static void conn_eof(struct lg *lg, struct conn *c)
 {
-	if (c->state == CS_BUSY && c->p.state == HS_UNTIL_EOF &&
-	    lg->o.proto == PROTO_HTTP) {
+	if (c->state == CS_BUSY && c->p.state == HS_UNTIL_EOF && lg->o.proto == PROTO_HTTP) {
 		c->rx_pos = c->rx_len = 0;
 		conn_complete(lg, c);
 		return;
@@ -784,8 +784,10 @@ static ssize_t recv_ts(struct conn *c, char *buf, size_t len)
 {
 	char cbuf[CMSG_SPACE(sizeof(struct timespec))];
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1,
-			      .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
 	struct cmsghdr *cm;
 	ssize_t n = recvmsg(c->fd, &msg, 0);
 
@@ -828,7 +830,7 @@ static void conn_readable(struct lg *lg, struct conn *c)
 			return;
 		}
 		if (c->state != CS_BUSY) {
-			conn_fail(lg, c);	/* unsolicited data */
+			conn_fail(lg, c); /* unsolicited data */
 			return;
 		}
 		c->rx_len += n;
@@ -1062,7 +1064,8 @@ static void live_tick(struct lg *lg, uint64_t now)
 		p50 = lg->live_tmp[(n * 50 + 99) / 100 - 1] / 1e3;
 		p99 = lg->live_tmp[(n * 99 + 99) / 100 - 1] / 1e3;
 	}
-	fprintf(lg->live, "{\"unix\":%.3f,\"completed\":%zu,\"errors\":%" PRIu64
+	fprintf(lg->live,
+		"{\"unix\":%.3f,\"completed\":%zu,\"errors\":%" PRIu64
 		",\"rx_p50_us\":%.1f,\"rx_p99_us\":%.1f}\n",
 		realtime_ns() / 1e9, n, lg->errors, p50, p99);
 	fflush(lg->live);
@@ -1092,12 +1095,11 @@ static void run_loop(struct lg *lg)
 		if (!lg->draining && now >= lg->t_end) {
 			/* Queued requests never sent stay unsent. */
 			lg->draining = true;
-			lg->drain_deadline = min_u64(lg->t_end +
-				(uint64_t)(lg->o.drain_s * NSEC_PER_SEC),
-				lg->hard_deadline);
+			lg->drain_deadline =
+				min_u64(lg->t_end + (uint64_t)(lg->o.drain_s * NSEC_PER_SEC),
+					lg->hard_deadline);
 		}
-		if (lg->draining &&
-		    (!lg->in_flight || now >= lg->drain_deadline))
+		if (lg->draining && (!lg->in_flight || now >= lg->drain_deadline))
 			return;
 		d = next_deadline(lg);
 		if (d <= now) {
@@ -1166,17 +1168,18 @@ static void print_dist(const char *name, uint64_t *v, size_t n)
 
 	if (!n) {
 		printf("\"%s\":{\"p50\":null,\"p90\":null,\"p99\":null,"
-		       "\"p999\":null,\"max\":null,\"mean\":null}", name);
+		       "\"p999\":null,\"max\":null,\"mean\":null}",
+		       name);
 		return;
 	}
 	sort_u64(v, n);
 	for (i = 0; i < n; i++)
 		sum += v[i];
 	printf("\"%s\":{\"p50\":%.1f,\"p90\":%.1f,\"p99\":%.1f,"
-	       "\"p999\":%.1f,\"max\":%.1f,\"mean\":%.1f}", name,
-	       rank(v, n, 50, 100) / 1e3, rank(v, n, 90, 100) / 1e3,
-	       rank(v, n, 99, 100) / 1e3, rank(v, n, 999, 1000) / 1e3,
-	       v[n - 1] / 1e3, (double)sum / n / 1e3);
+	       "\"p999\":%.1f,\"max\":%.1f,\"mean\":%.1f}",
+	       name, rank(v, n, 50, 100) / 1e3, rank(v, n, 90, 100) / 1e3,
+	       rank(v, n, 99, 100) / 1e3, rank(v, n, 999, 1000) / 1e3, v[n - 1] / 1e3,
+	       (double)sum / n / 1e3);
 }
 
 static void write_dump(struct lg *lg)
@@ -1185,8 +1188,7 @@ static void write_dump(struct lg *lg)
 	size_t i;
 
 	if (!f) {
-		fprintf(stderr, "loadgen: --dump %s: %s\n", lg->o.dump,
-			strerror(errno));
+		fprintf(stderr, "loadgen: --dump %s: %s\n", lg->o.dump, strerror(errno));
 		return;
 	}
 	setvbuf(f, NULL, _IOFBF, 1 << 20);
@@ -1194,8 +1196,7 @@ static void write_dump(struct lg *lg)
 		fprintf(f, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n", lg->lat[i],
 			lg->slat[i], lg->due[i], lg->rxlat[i]);
 	if (fclose(f))
-		fprintf(stderr, "loadgen: --dump %s: %s\n", lg->o.dump,
-			strerror(errno));
+		fprintf(stderr, "loadgen: --dump %s: %s\n", lg->o.dump, strerror(errno));
 }
 
 static void print_report(struct lg *lg)
@@ -1207,11 +1208,10 @@ static void print_report(struct lg *lg)
 	if (stop_requested)
 		elapsed = (double)(now_ns() - lg->t0) / NSEC_PER_SEC;
 	printf("{\"proto\":\"%s\",\"start_unix\":%.6f,\"rate\":%.15g,\"conns\":%d,"
-	       "\"duration_s\":%.15g,\"sent\":%" PRIu64 ",\"completed\":%"
-	       PRIu64 ",\"errors\":%" PRIu64 ",\"queued\":%" PRIu64
-	       ",\"rps\":%.1f,", lg->o.proto_name, lg->t0_unix,
-	       lg->o.closed ? 0.0 : lg->o.rate, lg->o.conns, lg->o.duration,
-	       lg->sent, lg->completed, lg->errors, lg->queued,
+	       "\"duration_s\":%.15g,\"sent\":%" PRIu64 ",\"completed\":%" PRIu64
+	       ",\"errors\":%" PRIu64 ",\"queued\":%" PRIu64 ",\"rps\":%.1f,",
+	       lg->o.proto_name, lg->t0_unix, lg->o.closed ? 0.0 : lg->o.rate, lg->o.conns,
+	       lg->o.duration, lg->sent, lg->completed, lg->errors, lg->queued,
 	       elapsed > 0 ? lg->completed / elapsed : 0.0);
 	print_dist("latency_us", lg->lat, lg->n_samples);
 	putchar(',');
@@ -1226,42 +1226,39 @@ static void print_report(struct lg *lg)
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-"usage: loadgen --proto http|redis|memcached --port P [--host 127.0.0.1]\n"
-"               --rate R --duration S [--conns C] [--path /] [--key foo]\n"
-"               [--max-outstanding-wait S] [--closed] [--dump FILE]\n"
-"               [--live FILE]\n"
-"\n"
-"  --rate R                  requests per second, open loop (request i is\n"
-"                            due at t0 + i/R)\n"
-"  --duration S              seconds of scheduling\n"
-"  --conns C                 keep-alive connections (default 8), one\n"
-"                            outstanding request each\n"
-"  --path P                  HTTP path (default /)\n"
-"  --key K                   redis/memcached key (default foo)\n"
-"  --max-outstanding-wait S  seconds to wait for replies after the end\n"
-"                            (default 5, at most 7)\n"
-"  --closed                  closed loop: each connection sends again as\n"
-"                            soon as a reply is in; --rate is ignored\n"
-"  --dump FILE               one line per completed request:\n"
-"                            <latency_ns> <sched_latency_ns> <due_ns>\n"
-"                            <rx_latency_ns> (due_ns: when it was due,\n"
-"                            after the start the report's start_unix gives)\n"
-"  --live FILE               each second, a JSON line: the requests\n"
-"                            completed in it and their kernel-receive\n"
-"                            p50/p99 (rx_p50_us, rx_p99_us)\n");
+	fprintf(f, "usage: loadgen --proto http|redis|memcached --port P [--host 127.0.0.1]\n"
+		   "               --rate R --duration S [--conns C] [--path /] [--key foo]\n"
+		   "               [--max-outstanding-wait S] [--closed] [--dump FILE]\n"
+		   "               [--live FILE]\n"
+		   "\n"
+		   "  --rate R                  requests per second, open loop (request i is\n"
+		   "                            due at t0 + i/R)\n"
+		   "  --duration S              seconds of scheduling\n"
+		   "  --conns C                 keep-alive connections (default 8), one\n"
+		   "                            outstanding request each\n"
+		   "  --path P                  HTTP path (default /)\n"
+		   "  --key K                   redis/memcached key (default foo)\n"
+		   "  --max-outstanding-wait S  seconds to wait for replies after the end\n"
+		   "                            (default 5, at most 7)\n"
+		   "  --closed                  closed loop: each connection sends again as\n"
+		   "                            soon as a reply is in; --rate is ignored\n"
+		   "  --dump FILE               one line per completed request:\n"
+		   "                            <latency_ns> <sched_latency_ns> <due_ns>\n"
+		   "                            <rx_latency_ns> (due_ns: when it was due,\n"
+		   "                            after the start the report's start_unix gives)\n"
+		   "  --live FILE               each second, a JSON line: the requests\n"
+		   "                            completed in it and their kernel-receive\n"
+		   "                            p50/p99 (rx_p50_us, rx_p99_us)\n");
 }
 
 static void bad_arg(const char *opt, const char *val, const char *why)
 {
-	fprintf(stderr, "loadgen: invalid value '%s' for --%s: %s\n",
-		val, opt, why);
+	fprintf(stderr, "loadgen: invalid value '%s' for --%s: %s\n", val, opt, why);
 	usage(stderr);
 	exit(2);
 }
 
-static double arg_double(const char *opt, const char *val, double lo,
-			 double hi)
+static double arg_double(const char *opt, const char *val, double lo, double hi)
 {
 	char *end;
 	double v;
@@ -1328,8 +1325,13 @@ static void parse_args(struct opts *o, int argc, char **argv)
 	int opt;
 
 	*o = (struct opts){
-		.host = "127.0.0.1", .port = -1, .rate = -1, .duration = -1,
-		.conns = 8, .path = "/", .key = "foo",
+		.host = "127.0.0.1",
+		.port = -1,
+		.rate = -1,
+		.duration = -1,
+		.conns = 8,
+		.path = "/",
+		.key = "foo",
 		.drain_s = DEFAULT_DRAIN_S,
 	};
 	opterr = 0;
@@ -1345,8 +1347,7 @@ static void parse_args(struct opts *o, int argc, char **argv)
 			else if (!strcmp(optarg, "memcached"))
 				o->proto = PROTO_MEMCACHED;
 			else
-				bad_arg("proto", optarg,
-					"expected http, redis or memcached");
+				bad_arg("proto", optarg, "expected http, redis or memcached");
 			break;
 		case 'p':
 			o->port = arg_int("port", optarg, 1, 65535);
@@ -1358,28 +1359,23 @@ static void parse_args(struct opts *o, int argc, char **argv)
 			o->rate = arg_double("rate", optarg, 1e-3, 1e7);
 			break;
 		case 'd':
-			o->duration = arg_double("duration", optarg, 1e-3,
-						  86400);
+			o->duration = arg_double("duration", optarg, 1e-3, 86400);
 			break;
 		case 'c':
 			o->conns = arg_int("conns", optarg, 1, MAX_CONNS);
 			break;
 		case 'u':
 			if (optarg[0] != '/' || !token_ok(optarg))
-				bad_arg("path", optarg,
-					"must start with / and have no spaces");
+				bad_arg("path", optarg, "must start with / and have no spaces");
 			o->path = optarg;
 			break;
 		case 'k':
-			if (!optarg[0] || strlen(optarg) > 250 ||
-			    !token_ok(optarg))
-				bad_arg("key", optarg,
-					"1-250 bytes, no spaces or controls");
+			if (!optarg[0] || strlen(optarg) > 250 || !token_ok(optarg))
+				bad_arg("key", optarg, "1-250 bytes, no spaces or controls");
 			o->key = optarg;
 			break;
 		case 'w':
-			o->drain_s = arg_double("max-outstanding-wait", optarg,
-						0, MAX_DRAIN_S);
+			o->drain_s = arg_double("max-outstanding-wait", optarg, 0, MAX_DRAIN_S);
 			break;
 		case 'C':
 			o->closed = true;
@@ -1394,28 +1390,25 @@ static void parse_args(struct opts *o, int argc, char **argv)
 			usage(stdout);
 			exit(0);
 		case ':':
-			fprintf(stderr, "loadgen: option '%s' needs a value\n",
-				argv[optind - 1]);
+			fprintf(stderr, "loadgen: option '%s' needs a value\n", argv[optind - 1]);
 			usage(stderr);
 			exit(2);
 		default:
-			fprintf(stderr, "loadgen: unknown option '%s'\n",
-				argv[optind - 1]);
+			fprintf(stderr, "loadgen: unknown option '%s'\n", argv[optind - 1]);
 			usage(stderr);
 			exit(2);
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "loadgen: unexpected argument '%s'\n",
-			argv[optind]);
+		fprintf(stderr, "loadgen: unexpected argument '%s'\n", argv[optind]);
 		exit(2);
 	}
-	if (!have_proto || o->port < 0 || o->duration < 0 ||
-	    (!o->closed && o->rate < 0)) {
+	if (!have_proto || o->port < 0 || o->duration < 0 || (!o->closed && o->rate < 0)) {
 		fprintf(stderr, "loadgen: missing required option %s\n",
-			!have_proto ? "--proto" : o->port < 0 ? "--port" :
+			!have_proto	? "--proto" :
+			o->port < 0	? "--port" :
 			o->duration < 0 ? "--duration" :
-			"--rate (or --closed)");
+					  "--rate (or --closed)");
 		usage(stderr);
 		exit(2);
 	}
@@ -1434,8 +1427,8 @@ static void resolve(struct lg *lg)
 	snprintf(port, sizeof(port), "%d", lg->o.port);
 	rc = getaddrinfo(lg->o.host, port, &hints, &res);
 	if (rc) {
-		fprintf(stderr, "loadgen: invalid value '%s' for --host: %s\n",
-			lg->o.host, gai_strerror(rc));
+		fprintf(stderr, "loadgen: invalid value '%s' for --host: %s\n", lg->o.host,
+			gai_strerror(rc));
 		exit(2);
 	}
 	memcpy(&lg->addr, res->ai_addr, res->ai_addrlen);
@@ -1450,13 +1443,10 @@ static void build_request(struct lg *lg)
 
 	switch (o->proto) {
 	case PROTO_HTTP:
-		n = asprintf(&lg->req,
-			     "GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n",
-			     o->path);
+		n = asprintf(&lg->req, "GET %s HTTP/1.1\r\nHost: localhost\r\n\r\n", o->path);
 		break;
 	case PROTO_REDIS:
-		n = asprintf(&lg->req, "*2\r\n$3\r\nGET\r\n$%zu\r\n%s\r\n",
-			     strlen(o->key), o->key);
+		n = asprintf(&lg->req, "*2\r\n$3\r\nGET\r\n$%zu\r\n%s\r\n", strlen(o->key), o->key);
 		break;
 	case PROTO_MEMCACHED:
 		n = asprintf(&lg->req, "get %s\r\n", o->key);
@@ -1515,8 +1505,9 @@ static void setup(struct lg *lg)
 	if (!lg->o.closed) {
 		lg->n_total = count_requests(lg->o.rate, lg->o.duration);
 		if (lg->n_total > MAX_SAMPLES) {
-			fprintf(stderr, "loadgen: --rate x --duration is %"
-				PRIu64 " requests, more than %llu\n",
+			fprintf(stderr,
+				"loadgen: --rate x --duration is %" PRIu64
+				" requests, more than %llu\n",
 				lg->n_total, MAX_SAMPLES);
 			exit(2);
 		}
@@ -1539,8 +1530,8 @@ static void check_dump(const struct opts *o)
 		return;
 	f = fopen(o->dump, "w");
 	if (!f) {
-		fprintf(stderr, "loadgen: invalid value '%s' for --dump: %s\n",
-			o->dump, strerror(errno));
+		fprintf(stderr, "loadgen: invalid value '%s' for --dump: %s\n", o->dump,
+			strerror(errno));
 		exit(2);
 	}
 	fclose(f);
@@ -1554,8 +1545,8 @@ static FILE *open_live(const struct opts *o)
 		return NULL;
 	f = fopen(o->live, "w");
 	if (!f) {
-		fprintf(stderr, "loadgen: invalid value '%s' for --live: %s\n",
-			o->live, strerror(errno));
+		fprintf(stderr, "loadgen: invalid value '%s' for --live: %s\n", o->live,
+			strerror(errno));
 		exit(2);
 	}
 	return f;
@@ -1602,19 +1593,15 @@ int main(int argc, char **argv)
 	lg.live = open_live(&lg.o);
 	lg.ops = &proto_ops[lg.o.proto];
 	lg.t_start = now_ns();
-	lg.hard_deadline = lg.t_start +
-			   (uint64_t)(lg.o.duration * NSEC_PER_SEC) +
-			   HARD_SLACK_NS;
+	lg.hard_deadline = lg.t_start + (uint64_t)(lg.o.duration * NSEC_PER_SEC) + HARD_SLACK_NS;
 	resolve(&lg);
 	build_request(&lg);
 	setup(&lg);
 
 	connect_all(&lg);
 	if (!lg.n_connected) {
-		fprintf(stderr, "loadgen: could not connect to %s:%d: %s\n",
-			lg.o.host, lg.o.port,
-			lg.last_connect_errno ?
-			strerror(lg.last_connect_errno) : "timed out");
+		fprintf(stderr, "loadgen: could not connect to %s:%d: %s\n", lg.o.host, lg.o.port,
+			lg.last_connect_errno ? strerror(lg.last_connect_errno) : "timed out");
 		return 1;
 	}
 

@@ -50,12 +50,22 @@ static void on_signal(int sig)
 
 static int parse_signals(const char *s, unsigned *mask)
 {
-	static const struct { const char *name; unsigned bit; } names[] = {
-		{ "sched", CONT_SCHED }, { "block", CONT_BLOCK }, { "vfs", CONT_VFS },
-		{ "futex", CONT_FUTEX }, { "lock", CONT_LOCK }, { "memory", CONT_MEMORY },
-		{ "network", CONT_NETWORK }, { "tcp_rtt", CONT_TCP_RTT },
-		{ "page_faults", CONT_PAGE_FAULTS }, { "all", CONT_ALL },
-		{ "default", CONT_DEFAULT }, { "none", 0 },
+	static const struct {
+		const char *name;
+		unsigned bit;
+	} names[] = {
+		{ "sched", CONT_SCHED },
+		{ "block", CONT_BLOCK },
+		{ "vfs", CONT_VFS },
+		{ "futex", CONT_FUTEX },
+		{ "lock", CONT_LOCK },
+		{ "memory", CONT_MEMORY },
+		{ "network", CONT_NETWORK },
+		{ "tcp_rtt", CONT_TCP_RTT },
+		{ "page_faults", CONT_PAGE_FAULTS },
+		{ "all", CONT_ALL },
+		{ "default", CONT_DEFAULT },
+		{ "none", 0 },
 	};
 	char *copy = strdup(s), *tok, *save = NULL;
 
@@ -97,8 +107,7 @@ static int walk_one(const char *path, const struct stat *st, int type, struct FT
 		capall = cap;
 	}
 	all[nall].id = st->st_ino;
-	snprintf(all[nall].rel, sizeof(all[nall].rel), "%s",
-		 path[rootlen] ? path + rootlen : "/");
+	snprintf(all[nall].rel, sizeof(all[nall].rel), "%s", path[rootlen] ? path + rootlen : "/");
 	nall++;
 	return 0;
 }
@@ -113,9 +122,9 @@ static void num(const char *key, double v, double scale)
 
 static bool active(const struct contention_sample *s)
 {
-	const double v[] = { s->runq_delay_s, s->io_read_bytes, s->io_write_bytes,
-			     s->vfs_read_bytes, s->vfs_write_bytes, s->futex_wait_s,
-			     s->lock_contention_s, s->page_faults, s->reclaim_s,
+	const double v[] = { s->runq_delay_s,	   s->io_read_bytes,   s->io_write_bytes,
+			     s->vfs_read_bytes,	   s->vfs_write_bytes, s->futex_wait_s,
+			     s->lock_contention_s, s->page_faults,     s->reclaim_s,
 			     s->tcp_retransmits };
 
 	for (size_t i = 0; i < sizeof(v) / sizeof(*v); i++)
@@ -224,8 +233,8 @@ static int resolve_targets(const char *base, const char *root, char **args, int 
 	return 0;
 }
 
-static int run(struct contention *c, struct target *t, size_t n, bool only_active,
-	       double interval, long count)
+static int run(struct contention *c, struct target *t, size_t n, bool only_active, double interval,
+	       long count)
 {
 	struct contention_snapshot *prev = NULL, *now = NULL;
 	double t0 = now_s(), last = t0;
@@ -275,12 +284,21 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'i': interval = atof(optarg); break;
-		case 'n': count = atol(optarg); break;
-		case 'b': o.cgroup_base = optarg; break;
-		case 'm': o.max_cgroups = atol(optarg); break;
+		case 'i':
+			interval = atof(optarg);
+			break;
+		case 'n':
+			count = atol(optarg);
+			break;
+		case 'b':
+			o.cgroup_base = optarg;
+			break;
+		case 'm':
+			o.max_cgroups = atol(optarg);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-s SIGNALS] [-i SECONDS] [-n COUNT] [-b BASE] [-m MAX] [CGROUP]...\n",
+			fprintf(stderr,
+				"usage: %s [-s SIGNALS] [-i SECONDS] [-n COUNT] [-b BASE] [-m MAX] [CGROUP]...\n",
 				argv[0]);
 			return 2;
 		}

@@ -32,10 +32,10 @@
 #include "controller/sensors.h"
 
 struct onoff {
-	struct bpf_object *obj;      /* floor */
+	struct bpf_object *obj; /* floor */
 	struct bpf_link *links[64];
 	size_t nlinks;
-	struct sensor *sensor;       /* sensors */
+	struct sensor *sensor; /* sensors */
 	struct contention *cont;
 	bool on;
 };
@@ -49,7 +49,7 @@ static int floor_attach(struct onoff *o, bool on)
 			bpf_link__destroy(o->links[--o->nlinks]);
 		return 0;
 	}
-	bpf_object__for_each_program(p, o->obj) {
+	bpf_object__for_each_program (p, o->obj) {
 		struct bpf_link *l = bpf_program__attach(p);
 
 		if (!l || o->nlinks == sizeof(o->links) / sizeof(o->links[0])) {
@@ -111,8 +111,10 @@ static int open_floor(struct onoff *o, const char *path)
 static int open_sensors(struct onoff *o, int argc, char **argv)
 {
 	struct sensor_opts so = SENSOR_OPTS_DEFAULT;
-	struct sensors_opts opts = { .sensor = &so, .signals = CONT_DEFAULT,
-				     .cgroup_base = TW_CGROUP_BASE, .without = "no diagnosis" };
+	struct sensors_opts opts = { .sensor = &so,
+				     .signals = CONT_DEFAULT,
+				     .cgroup_base = TW_CGROUP_BASE,
+				     .without = "no diagnosis" };
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--no-contention")) {
@@ -182,7 +184,8 @@ int main(int argc, char **argv)
 	} else if (argc >= 2 && !strcmp(argv[1], "sensors")) {
 		r = open_sensors(&o, argc - 2, argv + 2);
 	} else {
-		fprintf(stderr, "usage: onoff floor OBJECT | onoff sensors [--signals LIST | --no-contention]\n");
+		fprintf(stderr,
+			"usage: onoff floor OBJECT | onoff sensors [--signals LIST | --no-contention]\n");
 		return 2;
 	}
 	if (r || attach(&o, false))

@@ -36,8 +36,9 @@ static __always_inline unsigned long cpu_offset(__u32 cpu)
 
 	/* The map's address as a number (no arithmetic on a map pointer). */
 	bpf_probe_read_kernel(&addr, sizeof(addr), &map);
-	if (!addr || bpf_probe_read_kernel(&pptr, sizeof(pptr),
-					   (void *)(addr + bpf_core_field_offset(struct bpf_array, pptrs))))
+	if (!addr ||
+	    bpf_probe_read_kernel(&pptr, sizeof(pptr),
+				  (void *)(addr + bpf_core_field_offset(struct bpf_array, pptrs))))
 		return 0;
 	elem = bpf_map_lookup_percpu_elem(&probe, &zero, cpu);
 	if (!elem || !pptr)
@@ -70,7 +71,7 @@ int progstats(struct bpf_iter__bpf_prog *ctx)
 		unsigned long off = cpu_offset(cpu);
 		__u64 st[2] = {};
 
-		if (!off)	/* past the last CPU */
+		if (!off) /* past the last CPU */
 			break;
 		if (bpf_probe_read_kernel(st, sizeof(st), (void *)(base + off)))
 			continue;

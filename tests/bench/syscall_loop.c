@@ -176,7 +176,7 @@ int main(int argc, char **argv)
 	gp = calloc(reps, sizeof(*gp));
 	if (!sr || !rr || !gp)
 		return 1;
-	run_sendrecv(fds, n / 10 + 1);	/* warm up caches and the connection */
+	run_sendrecv(fds, n / 10 + 1); /* warm up caches and the connection */
 	run_rr(fds, n / 20 + 1);
 	run_getppid(n / 10 + 1);
 	for (i = 0; i < reps; i++) {

@@ -30,13 +30,13 @@ struct part {
 
 static FILE *devnull;
 
-#define check(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n",       \
-				__FILE__, __LINE__, #cond);                    \
-			abort();                                               \
-		}                                                              \
+#define check(cond)                                                                          \
+	do {                                                                                 \
+		if (!(cond)) {                                                               \
+			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, \
+				#cond);                                                      \
+			abort();                                                             \
+		}                                                                            \
 	} while (0)
 
 static void part_open(struct part *p)

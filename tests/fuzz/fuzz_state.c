@@ -17,13 +17,13 @@
 #include "knobs/state.h"
 #include "common/log.h"
 
-#define check(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n",       \
-				__FILE__, __LINE__, #cond);                    \
-			abort();                                               \
-		}                                                              \
+#define check(cond)                                                                          \
+	do {                                                                                 \
+		if (!(cond)) {                                                               \
+			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, \
+				#cond);                                                      \
+			abort();                                                             \
+		}                                                                            \
 	} while (0)
 
 static void walk_record(const struct knob_record *r)
@@ -31,16 +31,19 @@ static void walk_record(const struct knob_record *r)
 	switch (r->backend) {
 	case KNOB_BACKEND_IOSCHED:
 		/* A disk's scheduler: names that go into /sys/block/DEV/queue/scheduler. */
-		check(r->iosched.device && r->iosched.device[0] && !strchr(r->iosched.device, '/') &&
-		      !strstr(r->iosched.device, ".."));
-		check(r->iosched.original && r->iosched.original[0] && !strchr(r->iosched.original, '\n'));
+		check(r->iosched.device && r->iosched.device[0] &&
+		      !strchr(r->iosched.device, '/') && !strstr(r->iosched.device, ".."));
+		check(r->iosched.original && r->iosched.original[0] &&
+		      !strchr(r->iosched.original, '\n'));
 		check(!r->iosched.written || r->iosched.written[0]);
 		check(!r->cgroup && !r->cgroup_base);
 		return;
 	case KNOB_BACKEND_SUBTREE:
 		check(r->cgroup_base && r->cgroup_base[0] == '/');
-		check(r->cgroup && r->cgroup[0] == '/' && strcmp(r->cgroup, "/") && !strstr(r->cgroup, ".."));
-		check(!strcmp(r->subtree.controller, "cpu") || !strcmp(r->subtree.controller, "io"));
+		check(r->cgroup && r->cgroup[0] == '/' && strcmp(r->cgroup, "/") &&
+		      !strstr(r->cgroup, ".."));
+		check(!strcmp(r->subtree.controller, "cpu") ||
+		      !strcmp(r->subtree.controller, "io"));
 		check(r->subtree.original);
 		return;
 	case KNOB_BACKEND_UNIT:
@@ -54,7 +57,8 @@ static void walk_record(const struct knob_record *r)
 			const struct knob_thread *t = &r->threads.v[i];
 
 			check(t->tid >= 1 && t->tid <= 4194304);
-			check(t->slice_ns == 0 || (t->slice_ns >= 100000 && t->slice_ns <= 100000000));
+			check(t->slice_ns == 0 ||
+			      (t->slice_ns >= 100000 && t->slice_ns <= 100000000));
 			check(t->written_ns >= 100000 && t->written_ns <= 100000000);
 		}
 		break;

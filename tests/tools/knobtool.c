@@ -16,13 +16,12 @@
 
 static void usage(void)
 {
-	fprintf(stderr,
-		"usage: knobtool read BASE REL KNOB\n"
-		"       knobtool write BASE REL KNOB VALUE\n"
-		"       knobtool hold STATEDIR BASE REL KNOB=VALUE...\n"
-		"KNOB: cpu.max, cpu.weight, io.weight, cpufreq; VALUE: a number or max.\n"
-		"hold records and writes each, prints 'ready', then waits: SIGTERM\n"
-		"restores everything and exits 0; SIGKILL leaves the state file behind.\n");
+	fprintf(stderr, "usage: knobtool read BASE REL KNOB\n"
+			"       knobtool write BASE REL KNOB VALUE\n"
+			"       knobtool hold STATEDIR BASE REL KNOB=VALUE...\n"
+			"KNOB: cpu.max, cpu.weight, io.weight, cpufreq; VALUE: a number or max.\n"
+			"hold records and writes each, prints 'ready', then waits: SIGTERM\n"
+			"restores everything and exits 0; SIGKILL leaves the state file behind.\n");
 }
 
 static int kind_of(const char *s, enum action_knob *k)
@@ -75,7 +74,10 @@ static int hold(int argc, char **argv)
 			return usage(), 2;
 		r = knob_read(k, kind, &cur);
 		if (!r)
-			r = knob_state_set(s, &(struct knob_target){ .cgroup_base = argv[1], .cgroup = argv[2], .files = k },
+			r = knob_state_set(s,
+					   &(struct knob_target){ .cgroup_base = argv[1],
+								  .cgroup = argv[2],
+								  .files = k },
 					   kind, cur, value_of(eq + 1));
 		if (r)
 			return fprintf(stderr, "%s=%s: %s\n", argv[i], eq + 1, strerror(-r)), 1;

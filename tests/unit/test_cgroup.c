@@ -211,8 +211,8 @@ static void expect_resolve(const struct tree *t, const char *arg, const char *wa
 	if (strcmp(rel, want))
 		fail_msg("cg_resolve(\"%s\") = \"%s\", want \"%s\"", arg, rel, want);
 	if (id != want_id)
-		fail_msg("cg_resolve(\"%s\") id %llu, want inode %llu", arg,
-			 (unsigned long long)id, (unsigned long long)want_id);
+		fail_msg("cg_resolve(\"%s\") id %llu, want inode %llu", arg, (unsigned long long)id,
+			 (unsigned long long)want_id);
 }
 
 static void expect_resolve_err(const struct tree *t, const char *arg, int err)

@@ -172,7 +172,7 @@ static void test_hybrid_cpu(void **state)
 	    "nr_periods 20\nnr_throttled 5\nthrottled_time 45000000\nnr_bursts 0\nburst_time 0\n");
 	put(fx->base, "cpuacct/svc/cpuacct.usage", "99000000000\n");
 	tick(fx, "/svc", &s);
-	assert_near(s.cpu_usage_s, 0.25);     /* usage_usec, not cpuacct.usage */
+	assert_near(s.cpu_usage_s, 0.25); /* usage_usec, not cpuacct.usage */
 	assert_true(isnan(s.page_faults));
 	assert_near(s.cpu_throttled_s, 0.04); /* throttled_time is in ns */
 	assert_near(s.cpu_throttled_periods, 3);
@@ -222,12 +222,14 @@ static void test_v2_cpu_and_psi(void **state)
 	    "full avg10=9.00 avg60=0.00 avg300=0.00 total=0\nsome avg10=0.50 avg60=0.00 avg300=0.00 total=0\n");
 	/* Older kernels: memory.pressure with no avg10 field. */
 	put(fx->base, "a/b/memory.pressure", "some total=5\n");
-	put(fx->base, "a/b/memory.stat", "anon 4096\nfile 0\npgscan 0\npgfault 1000\npgmajfault 3\n");
+	put(fx->base, "a/b/memory.stat",
+	    "anon 4096\nfile 0\npgscan 0\npgfault 1000\npgmajfault 3\n");
 	open_tree(fx);
 	tick(fx, "/a/b", &s);
 	assert_true(isnan(s.page_faults)); /* no window yet */
 	put(fx->base, "a/b/cpu.stat", stat2);
-	put(fx->base, "a/b/memory.stat", "anon 4096\nfile 0\npgscan 0\npgfault 1250\npgmajfault 3\n");
+	put(fx->base, "a/b/memory.stat",
+	    "anon 4096\nfile 0\npgscan 0\npgfault 1250\npgmajfault 3\n");
 	tick(fx, "/a/b", &s);
 	/* Without the page_fault_user hook, faults come from memory.stat. */
 	assert_near(s.page_faults, 250);

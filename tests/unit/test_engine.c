@@ -27,7 +27,8 @@
  */
 __attribute__((weak)) const char *action_knob_name(enum action_knob k)
 {
-	static const char *const names[] = { "cpu.max", "cpu.weight", "io.weight", "cpufreq", "sched.slice" };
+	static const char *const names[] = { "cpu.max", "cpu.weight", "io.weight", "cpufreq",
+					     "sched.slice" };
 
 	return (unsigned)k < KNOB_MAX ? names[k] : "?";
 }
@@ -170,8 +171,9 @@ static struct diagnosis diag(enum diag_dominant d, enum diag_cause c)
 
 	if (d != DIAG_NONE) {
 		x.n_evidence = 1;
-		x.evidence[0] = (struct diag_evidence){ .signal = "runq_delay_us.p99", .value = 930,
-							.baseline = 100, .ratio = 9.3 };
+		x.evidence[0] = (struct diag_evidence){
+			.signal = "runq_delay_us.p99", .value = 930, .baseline = 100, .ratio = 9.3
+		};
 	}
 	return x;
 }
@@ -237,8 +239,9 @@ static void test_quota_from_max_halves_use(void **state)
 	start(f);
 	assert_int_equal(window(f, 5, 1000, NULL), 1);
 	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 1.5, 1e-9);
-	assert_non_null(strstr(f->acts[0].reason, "cut batch cpu.max max -> 150% (cpu.weight not ours "
-						  "to move; half of its use 300%; multiplicative cut"));
+	assert_non_null(strstr(f->acts[0].reason,
+			       "cut batch cpu.max max -> 150% (cpu.weight not ours "
+			       "to move; half of its use 300%; multiplicative cut"));
 	assert_true(isnan(f->in[1].knob[KNOB_IO_WEIGHT]));
 }
 
@@ -267,10 +270,11 @@ static void test_gives_back_to_bound(void **state)
 		if (!gives++) {
 			/* 3 windows of slack, and 4 since the last cut. */
 			assert_true(f->now - last_cut >= 4 * SEC);
-			assert_string_equal(f->acts[0].reason,
-					    "web p99 999us <= target 2ms (slack 0.50, 4 windows above 0.20); "
-					    "give back batch cpu.weight 10 -> 12 (multiplicative +25%, on the "
-					    "way back to 100)");
+			assert_string_equal(
+				f->acts[0].reason,
+				"web p99 999us <= target 2ms (slack 0.50, 4 windows above 0.20); "
+				"give back batch cpu.weight 10 -> 12 (multiplicative +25%, on the "
+				"way back to 100)");
 		}
 		prev = f->acts[0].new_value;
 	}
@@ -278,8 +282,9 @@ static void test_gives_back_to_bound(void **state)
 	assert_int_equal(gives, 12);
 	assert_true(prev == 100);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
-	assert_string_equal(engine_verdict(f->e, 0),
-			    "large slack: web p99 999us <= target 2ms (slack 0.50, 60 windows above 0.20)");
+	assert_string_equal(
+		engine_verdict(f->e, 0),
+		"large slack: web p99 999us <= target 2ms (slack 0.50, 60 windows above 0.20)");
 }
 
 /* A give-back returns what was taken: not above the first value seen. */
@@ -428,7 +433,8 @@ static void test_cooldown(void **state)
 	/* Windows end every 2s, each up to 200 ms late: one cut per window. */
 	for (int i = 0; i < 4; i++) {
 		f->now = (i + 1) * 2 * SEC + (i % 2 ? 200 * MS : 0);
-		f->in[0] = (struct engine_input){ .have_window = true, .requests = 1000,
+		f->in[0] = (struct engine_input){ .have_window = true,
+						  .requests = 1000,
 						  .latency = lat_hist(&f->lat[0], 3 * MS, 1000) };
 		no_knobs(&f->in[0]);
 		assert_int_equal(run_tick(f), 1);
@@ -536,7 +542,8 @@ static void test_give_back_that_hurt_backs_off(void **state)
 	/* The reason of a relapse's cut says so. */
 	f->pol[1].cpu_weight.lo = 10;
 	for (int i = 0; i < 600 && !(find(f, 1, KNOB_CPU_WEIGHT) &&
-				     strstr(find(f, 1, KNOB_CPU_WEIGHT)->reason, "hurt")); i++)
+				     strstr(find(f, 1, KNOB_CPU_WEIGHT)->reason, "hurt"));
+	     i++)
 		window(f, plant(f), 1000, NULL);
 	assert_non_null(find(f, 1, KNOB_CPU_WEIGHT));
 	assert_non_null(strstr(find(f, 1, KNOB_CPU_WEIGHT)->reason,
@@ -568,7 +575,8 @@ static void test_lock_and_load_spare_neighbours(void **state)
 		{ DIAG_CPU, DIAG_CAUSE_LOAD, "the service's own load: neighbours not throttled" },
 		{ DIAG_IO, DIAG_CAUSE_LOAD, "the service's own load: neighbours not throttled" },
 		{ DIAG_NONE, DIAG_CAUSE_LOAD, "the service's own load: neighbours not throttled" },
-		{ DIAG_NETWORK, DIAG_CAUSE_INTERFERENCE, "network: no knob for it, neighbours not throttled" },
+		{ DIAG_NETWORK, DIAG_CAUSE_INTERFERENCE,
+		  "network: no knob for it, neighbours not throttled" },
 	};
 	struct fx *f = *state;
 
@@ -635,10 +643,11 @@ static void test_own_load_with_busy_neighbours(void **state)
 	start(f);
 	assert_int_equal(window(f, 3, 1000, &d), 1);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
-	assert_string_equal(engine_verdict(f->e, 0),
-			    "violation: web p99 2.95ms > target 2ms (slack -0.47); diagnosis cpu/load "
-			    "(runq_delay_us.p99 \u00d79.3); its own load grew and best-effort services "
-			    "use 30% of a CPU: taken from them");
+	assert_string_equal(
+		engine_verdict(f->e, 0),
+		"violation: web p99 2.95ms > target 2ms (slack -0.47); diagnosis cpu/load "
+		"(runq_delay_us.p99 \u00d79.3); its own load grew and best-effort services "
+		"use 30% of a CPU: taken from them");
 	/* Own load with nothing standing out: the same while they use CPU. */
 	struct diagnosis none = diag(DIAG_NONE, DIAG_CAUSE_LOAD);
 
@@ -647,10 +656,11 @@ static void test_own_load_with_busy_neighbours(void **state)
 	start(f);
 	assert_int_equal(window(f, 3, 1000, &none), 1);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
-	assert_string_equal(engine_verdict(f->e, 0),
-			    "violation: web p99 2.95ms > target 2ms (slack -0.47); diagnosis none/load; "
-			    "its own load grew, nothing stands out, and best-effort services use 30% of "
-			    "a CPU: taken from them");
+	assert_string_equal(
+		engine_verdict(f->e, 0),
+		"violation: web p99 2.95ms > target 2ms (slack -0.47); diagnosis none/load; "
+		"its own load grew, nothing stands out, and best-effort services use 30% of "
+		"a CPU: taken from them");
 	/* Idle neighbours (below 5% of a CPU) are spared as before. */
 	f->in[1].cpu_usage = 0.01;
 	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
@@ -669,10 +679,11 @@ static void test_weight_cut_scales_with_the_miss(void **state)
 	start(f);
 	assert_int_equal(window(f, 6, 1000, NULL), 1);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 23);
-	assert_string_equal(f->acts[0].reason,
-			    "web p99 5.9ms > target 2ms (slack -1.95); no diagnosis: CPU knobs on slack "
-			    "alone; cut batch cpu.weight 100 -> 23 (multiplicative cut \u00d70.23 (latency "
-			    "2.9x its target), floor 1)");
+	assert_string_equal(
+		f->acts[0].reason,
+		"web p99 5.9ms > target 2ms (slack -1.95); no diagnosis: CPU knobs on slack "
+		"alone; cut batch cpu.weight 100 -> 23 (multiplicative cut \u00d70.23 (latency "
+		"2.9x its target), floor 1)");
 	/* Up to 2x the target, halving; at most a sixteenth at once, however far over. */
 	assert_int_equal(window(f, 2.5, 1000, NULL), 1);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 12);
@@ -793,9 +804,10 @@ static void test_frequency(void **state)
 	/* Slack 0.025: no violation, but the frequency rises at once. */
 	assert_int_equal(window(f, 1.95, 1000, NULL), 1);
 	assert_true(f->in[0].knob[KNOB_CPU_FREQ] == 3000000);
-	assert_string_equal(f->acts[0].reason, "web p99 1.93ms <= target 2ms (slack 0.03); raise web "
-					       "cpufreq 2000MHz -> 3000MHz (slack below 0.05: frequency "
-					       "to the ceiling)");
+	assert_string_equal(f->acts[0].reason,
+			    "web p99 1.93ms <= target 2ms (slack 0.03); raise web "
+			    "cpufreq 2000MHz -> 3000MHz (slack below 0.05: frequency "
+			    "to the ceiling)");
 	/* Large slack: 10% of the range down, every other window, to the floor. */
 	prev = 3000000;
 	for (int i = 0; i < 60; i++) {
@@ -833,7 +845,8 @@ static void test_several_latency_critical(void **state)
 	f->pol[1].cpu_quota.set = false;
 	start(f);
 	/* web fine, api violated: cut, named api. */
-	f->in[2] = (struct engine_input){ .have_window = true, .requests = 500,
+	f->in[2] = (struct engine_input){ .have_window = true,
+					  .requests = 500,
 					  .latency = lat_hist(&f->lat[2], 12 * MS, 500) };
 	no_knobs(&f->in[2]);
 	assert_int_equal(window(f, 1.5, 1000, NULL), 1);
@@ -864,7 +877,8 @@ static void test_enospc(void **state)
 
 	start(f);
 	f->now = SEC;
-	f->in[0] = (struct engine_input){ .have_window = true, .requests = 1000,
+	f->in[0] = (struct engine_input){ .have_window = true,
+					  .requests = 1000,
 					  .latency = lat_hist(&f->lat[0], 3 * MS, 1000) };
 	no_knobs(&f->in[0]);
 	assert_int_equal(engine_tick(f->e, f->now, f->in, &one, 0), -ENOSPC);
@@ -891,8 +905,10 @@ static double rng_unit(void)
 
 static const struct policy_range *prange(const struct policy *p, enum action_knob k)
 {
-	return k == KNOB_CPU_QUOTA ? &p->cpu_quota : k == KNOB_CPU_WEIGHT ? &p->cpu_weight
-		     : k == KNOB_IO_WEIGHT ? &p->io_weight : &p->cpu_freq_khz;
+	return k == KNOB_CPU_QUOTA  ? &p->cpu_quota :
+	       k == KNOB_CPU_WEIGHT ? &p->cpu_weight :
+	       k == KNOB_IO_WEIGHT  ? &p->io_weight :
+				      &p->cpu_freq_khz;
 }
 
 struct prop {
@@ -914,7 +930,7 @@ static void check_action(const struct fx *f, struct prop *pr, const struct actio
 
 	assert_true(r->set);
 	assert_false(pr->hands_off[a->service][a->knob]);
-	assert_true(new >= r->lo && new <= r->hi);
+	assert_true(new >= r->lo &&new <= r->hi);
 	assert_false(isnan(new) || new == old);
 	assert_true(old == f->in[a->service].knob[a->knob] ||
 		    (isinf(old) && isinf(f->in[a->service].knob[a->knob])));
@@ -980,7 +996,7 @@ static void test_random_sequences_keep_the_rules(void **state)
 	f->pol[3].io_weight = range(5, 200);
 	f->pol[1].io_weight = range(10, 100);
 	f->set.n = 4;
-	f->in[0].knob[KNOB_CPU_WEIGHT] = 50;   /* below its range */
+	f->in[0].knob[KNOB_CPU_WEIGHT] = 50; /* below its range */
 	f->in[0].knob[KNOB_CPU_QUOTA] = 2;
 	f->in[0].knob[KNOB_CPU_FREQ] = 2400000;
 	f->in[2].knob[KNOB_IO_WEIGHT] = 100;
@@ -1018,7 +1034,8 @@ static void test_random_sequences_keep_the_rules(void **state)
 			engine_knob_overridden(f->e, s, k);
 			pr.hands_off[s][k] = true;
 		}
-		f->n = engine_tick(f->e, f->now, f->in, f->acts, sizeof(f->acts) / sizeof(*f->acts));
+		f->n = engine_tick(f->e, f->now, f->in, f->acts,
+				   sizeof(f->acts) / sizeof(*f->acts));
 		assert_true(f->n >= 0);
 		for (int a = 0; a < f->n; a++) {
 			for (int b = 0; b < a; b++)
@@ -1029,13 +1046,13 @@ static void test_random_sequences_keep_the_rules(void **state)
 		/* One write in ten fails: the knob keeps its value. */
 		for (int a = 0; a < f->n; a++)
 			if (rng_next() % 10)
-				f->in[f->acts[a].service].knob[f->acts[a].knob] = f->acts[a].new_value;
+				f->in[f->acts[a].service].knob[f->acts[a].knob] =
+					f->acts[a].new_value;
 	}
 	print_message("random: %u cuts, %u give-backs, %u raises, %u lowers\n", pr.cuts, pr.gives,
 		      pr.raises, pr.lowers);
 	assert_true(pr.cuts > 100 && pr.gives > 100 && pr.raises > 20 && pr.lowers > 20);
 }
-
 
 /* Slice=: web's threads get 0.3 ms; the knob reads 0 (their own slices) until then. */
 static void slice_policy(struct fx *f)
@@ -1056,11 +1073,12 @@ static void test_slice_first_rung(void **state)
 	assert_int_equal(f->acts[0].service, 0);
 	assert_int_equal(f->acts[0].knob, KNOB_SCHED_SLICE);
 	assert_true(f->acts[0].old_value == 0 && f->acts[0].new_value == 300000);
-	assert_string_equal(f->acts[0].reason,
-			    "web p99 3.47ms > target 2ms (slack -0.74); diagnosis cpu/interference "
-			    "(runq_delay_us.p99 \u00d79.3); raise web sched.slice default -> 300us "
-			    "(the short slice first: a waking request waits behind one short slice, "
-			    "best-effort throughput is not cut)");
+	assert_string_equal(
+		f->acts[0].reason,
+		"web p99 3.47ms > target 2ms (slack -0.74); diagnosis cpu/interference "
+		"(runq_delay_us.p99 \u00d79.3); raise web sched.slice default -> 300us "
+		"(the short slice first: a waking request waits behind one short slice, "
+		"best-effort throughput is not cut)");
 	/* Still missing a window later: the best-effort cuts, the slice stays. */
 	assert_int_equal(window(f, 3.42, 1000, &d), 1);
 	assert_non_null(find(f, 1, KNOB_CPU_WEIGHT));
@@ -1110,10 +1128,11 @@ static void test_slice_given_back_last(void **state)
 			weight_home_at = i;
 		if (find(f, 0, KNOB_SCHED_SLICE)) {
 			slice_at = i;
-			assert_string_equal(find(f, 0, KNOB_SCHED_SLICE)->reason,
-					    "web p99 500us <= target 2ms (slack 0.75, 17 windows above 0.20); "
-					    "lower web sched.slice 300us -> default (large slack and everything "
-					    "else given back: the threads' own slices again)");
+			assert_string_equal(
+				find(f, 0, KNOB_SCHED_SLICE)->reason,
+				"web p99 500us <= target 2ms (slack 0.75, 17 windows above 0.20); "
+				"lower web sched.slice 300us -> default (large slack and everything "
+				"else given back: the threads' own slices again)");
 		}
 	}
 	assert_true(weight_home_at >= 0);
@@ -1137,10 +1156,11 @@ static void test_weights_floor(void **state)
 	start(f);
 	assert_int_equal(window(f, 0.3, 1000, NULL), 2);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10 && f->in[1].knob[KNOB_IO_WEIGHT] == 10);
-	assert_string_equal(find(f, 1, KNOB_CPU_WEIGHT)->reason,
-			    "web p99 303us <= target 2ms (slack 0.85, 1 window above 0.20); cut batch "
-			    "cpu.weight 100 -> 10 (Weights=floor: a latency-critical service serves; a "
-			    "weight only orders wake-ups, so its floor costs nothing while there is room)");
+	assert_string_equal(
+		find(f, 1, KNOB_CPU_WEIGHT)->reason,
+		"web p99 303us <= target 2ms (slack 0.85, 1 window above 0.20); cut batch "
+		"cpu.weight 100 -> 10 (Weights=floor: a latency-critical service serves; a "
+		"weight only orders wake-ups, so its floor costs nothing while there is room)");
 	/* Long slack: nothing to give back but what reactive cuts took. */
 	for (int i = 0; i < 20; i++)
 		assert_int_equal(window(f, 0.3, 1000, NULL), 0);
@@ -1157,9 +1177,10 @@ static void test_weights_floor(void **state)
 		assert_int_equal(window(f, 0.3, 10, NULL), 0);
 	assert_int_equal(window(f, 0.3, 10, NULL), 2);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100 && f->in[1].knob[KNOB_IO_WEIGHT] == 100);
-	assert_string_equal(find(f, 1, KNOB_CPU_WEIGHT)->reason,
-			    "give back batch cpu.weight 10 -> 100 (Weights=floor: no latency-critical "
-			    "service has served for 3 windows; back home)");
+	assert_string_equal(
+		find(f, 1, KNOB_CPU_WEIGHT)->reason,
+		"give back batch cpu.weight 10 -> 100 (Weights=floor: no latency-critical "
+		"service has served for 3 windows; back home)");
 	/* Serving again: the floor again. */
 	assert_int_equal(window(f, 0.3, 1000, NULL), 2);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
@@ -1291,11 +1312,12 @@ static void test_best_effort_share(void **state)
 	assert_float_equal(f->in[2].knob[KNOB_CPU_QUOTA], 0.225, 1e-9);
 	a = find(f, 2, KNOB_CPU_QUOTA);
 	assert_non_null(a);
-	assert_string_equal(a->reason,
-			    "web p99 2.95ms > target 2ms (slack -0.47); no diagnosis: CPU knobs on "
-			    "slack alone; cut scan cpu.max max -> 22.5% (cpu.weight not ours to move; "
-			    "best-effort use 90% -> 45%, by home weight 100/200: 22.5%, at most half, "
-			    "floor 5%)");
+	assert_string_equal(
+		a->reason,
+		"web p99 2.95ms > target 2ms (slack -0.47); no diagnosis: CPU knobs on "
+		"slack alone; cut scan cpu.max max -> 22.5% (cpu.weight not ours to move; "
+		"best-effort use 90% -> 45%, by home weight 100/200: 22.5%, at most half, "
+		"floor 5%)");
 	/* Now they hold 30% and 22.5%: parts of 13.1% each. */
 	f->in[1].cpu_usage = 0.3;
 	f->in[2].cpu_usage = 0.225;
@@ -1344,18 +1366,23 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reason_in_words, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quota_from_max_halves_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gives_back_to_bound, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_gives_back_only_what_was_taken, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gives_back_only_what_was_taken, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_gives_back_quota_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_flapping, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_few_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cooldown, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_protect_after_give_back, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lock_and_load_spare_neighbours, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lock_and_load_spare_neighbours, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_own_load_raises_own_quota, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_own_load_with_busy_neighbours, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_weight_cut_scales_with_the_miss, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_load_with_busy_neighbours, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_weight_cut_scales_with_the_miss, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_io_and_memory_routes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_latency_critical_never_throttled, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_latency_critical_never_throttled, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_overridden_knob_left_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_frequency, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_several_latency_critical, setup, teardown),
@@ -1363,13 +1390,15 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_slice_first_rung, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slice_unavailable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slice_given_back_last, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_give_back_that_hurt_backs_off, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_give_back_that_hurt_backs_off, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_weights_floor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_weights_floor_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_quota_left_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_not_the_cause, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_best_effort_share, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_random_sequences_keep_the_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_sequences_keep_the_rules, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -144,25 +144,34 @@ static void test_render(void **state)
 	assert_true(has_line(text, "# TYPE tailwarden_request_duration_seconds histogram"));
 	snprintf(line, sizeof(line), "tailwarden_requests_total{%s} 22", lbl);
 	assert_true(has_line(text, line));
-	snprintf(line, sizeof(line), "tailwarden_request_duration_seconds_bucket{%s,le=\"0.00025\"} 0", lbl);
+	snprintf(line, sizeof(line),
+		 "tailwarden_request_duration_seconds_bucket{%s,le=\"0.00025\"} 0", lbl);
 	assert_true(has_line(text, line));
-	snprintf(line, sizeof(line), "tailwarden_request_duration_seconds_bucket{%s,le=\"0.0005\"} 20", lbl);
+	snprintf(line, sizeof(line),
+		 "tailwarden_request_duration_seconds_bucket{%s,le=\"0.0005\"} 20", lbl);
 	assert_true(has_line(text, line));
-	snprintf(line, sizeof(line), "tailwarden_request_duration_seconds_bucket{%s,le=\"0.05\"} 22", lbl);
+	snprintf(line, sizeof(line),
+		 "tailwarden_request_duration_seconds_bucket{%s,le=\"0.05\"} 22", lbl);
 	assert_true(has_line(text, line));
-	snprintf(line, sizeof(line), "tailwarden_request_duration_seconds_bucket{%s,le=\"+Inf\"} 22", lbl);
+	snprintf(line, sizeof(line),
+		 "tailwarden_request_duration_seconds_bucket{%s,le=\"+Inf\"} 22", lbl);
 	assert_true(has_line(text, line));
 	snprintf(line, sizeof(line), "tailwarden_request_duration_seconds_count{%s} 22", lbl);
 	assert_true(has_line(text, line));
-	assert_true(has_line(text, "tailwarden_objective_seconds{service=\"we\\\"b\\\\1\\nx\"} 0.002"));
+	assert_true(
+		has_line(text, "tailwarden_objective_seconds{service=\"we\\\"b\\\\1\\nx\"} 0.002"));
 	assert_true(has_line(text, "tailwarden_slack_ratio{service=\"we\\\"b\\\\1\\nx\"} -0.5"));
 	snprintf(line, sizeof(line), "tailwarden_knob_value{%s,knob=\"cpu.max\"} +Inf", lbl);
 	assert_true(has_line(text, line));
 	snprintf(line, sizeof(line), "tailwarden_knob_value{%s,knob=\"cpu.weight\"} 50", lbl);
 	assert_true(has_line(text, line));
-	assert_true(has_line(text, "tailwarden_actions_total{service=\"we\\\"b\\\\1\\nx\",knob=\"cpu.weight\",dry_run=\"true\"} 1"));
+	assert_true(has_line(
+		text,
+		"tailwarden_actions_total{service=\"we\\\"b\\\\1\\nx\",knob=\"cpu.weight\",dry_run=\"true\"} 1"));
 	assert_true(has_line(text, "tailwarden_map_capacity{map=\"request_cgroups\"} 0"));
-	assert_true(has_line(text, "tailwarden_sensor_drops_total{sensor=\"request\",reason=\"cgroup_table_full\"} 0"));
+	assert_true(has_line(
+		text,
+		"tailwarden_sensor_drops_total{sensor=\"request\",reason=\"cgroup_table_full\"} 0"));
 	/* every sample's family was announced by a TYPE line before it */
 	for (char *p = text; *p; p = strchr(p, '\n') + 1) {
 		char name[128], type[160];
@@ -200,7 +209,8 @@ static void test_absent(void **state)
 	assert_null(strstr(text, "NaN"));
 	assert_null(strstr(text, "tailwarden_objective_seconds{"));
 	assert_null(strstr(text, "gone"));
-	assert_non_null(strstr(text, "tailwarden_requests_total{service=\"batch\",cgroup=\"/be\"} 0"));
+	assert_non_null(
+		strstr(text, "tailwarden_requests_total{service=\"batch\",cgroup=\"/be\"} 0"));
 	free(text);
 	report_free(r);
 }
@@ -227,10 +237,8 @@ static void test_last_actions(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fold_exact),
-		cmocka_unit_test(test_fold_edges),
-		cmocka_unit_test(test_render),
-		cmocka_unit_test(test_absent),
+		cmocka_unit_test(test_fold_exact),   cmocka_unit_test(test_fold_edges),
+		cmocka_unit_test(test_render),	     cmocka_unit_test(test_absent),
 		cmocka_unit_test(test_last_actions),
 	};
 

@@ -39,8 +39,7 @@ static struct qos_sample sample(uint64_t requests)
 }
 
 /* Feed ticks from..to of 100 requests each; the ticks that ended a window. */
-static unsigned windows(struct feed *f, uint64_t from, uint64_t to,
-			uint64_t *ends, uint64_t *reqs)
+static unsigned windows(struct feed *f, uint64_t from, uint64_t to, uint64_t *ends, uint64_t *reqs)
 {
 	unsigned n = 0;
 
@@ -75,7 +74,7 @@ static void test_windows_aligned(void **state)
 	/* One starts at tick 10, the other at 13: the same windows from 15 on. */
 	n1 = windows(&a, 10, 26, e1, r1);
 	n2 = windows(&b, 13, 26, e2, r2);
-	assert_int_equal(n1, 5);        /* 12..14 (warm-up 10, 11), 15..17, ... 24..26 */
+	assert_int_equal(n1, 5); /* 12..14 (warm-up 10, 11), 15..17, ... 24..26 */
 	assert_true(e1[0] == 14 && r1[0] == 300);
 	assert_int_equal(n2, 4);
 	for (unsigned i = 0; i < n2; i++) {

@@ -66,8 +66,7 @@ assert_rel_close(double got, double want, double tol, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	fail_msg("%s: got %.3f, want %.3f (relative error %.5f > %.5f)", what, got, want,
-		 err, tol);
+	fail_msg("%s: got %.3f, want %.3f (relative error %.5f > %.5f)", what, got, want, err, tol);
 }
 
 /* Bucket b's lower bound and last value map to b; the next bucket follows on. */
@@ -81,8 +80,8 @@ static void test_bucket_boundaries(void **state)
 		if (w < 1)
 			fail_msg("bucket %u: width 0", b);
 		if (hist_bucket(lo) != b)
-			fail_msg("bucket %u: lower %llu maps to %u", b,
-				 (unsigned long long)lo, hist_bucket(lo));
+			fail_msg("bucket %u: lower %llu maps to %u", b, (unsigned long long)lo,
+				 hist_bucket(lo));
 		if (hist_bucket(lo + w - 1) != b)
 			fail_msg("bucket %u: last value %llu maps to %u", b,
 				 (unsigned long long)(lo + w - 1), hist_bucket(lo + w - 1));
@@ -156,9 +155,9 @@ static void check_percentiles(const char *name, uint64_t *v, size_t n)
 
 		if (rank < 1)
 			rank = 1;
-		assert_rel_close(hist_percentile(&h, quantiles[i]), v[rank - 1],
-				 HIST_MAX_REL_ERROR, "%s n=%zu p%g (rank %llu)", name, n,
-				 quantiles[i] * 100, (unsigned long long)rank);
+		assert_rel_close(hist_percentile(&h, quantiles[i]), v[rank - 1], HIST_MAX_REL_ERROR,
+				 "%s n=%zu p%g (rank %llu)", name, n, quantiles[i] * 100,
+				 (unsigned long long)rank);
 	}
 	assert_rel_close(hist_max(&h), v[n - 1], HIST_MAX_REL_ERROR, "%s max", name);
 }

@@ -53,7 +53,8 @@ static void test_parse(void **state)
 	assert_int_equal(iosched_parse("[none]x bfq\n", &s), -EBADMSG);
 	assert_int_equal(iosched_parse("[../x] bfq\n", &s), -EBADMSG);
 	assert_int_equal(iosched_parse("[none] BFQ\n", &s), -EBADMSG);
-	assert_int_equal(iosched_parse("[none] a234567890123456789012345678901234\n", &s), -EBADMSG);
+	assert_int_equal(iosched_parse("[none] a234567890123456789012345678901234\n", &s),
+			 -EBADMSG);
 	assert_int_equal(iosched_parse("[a] b c d e f g h i j k l m n o p q\n", &s), -EBADMSG);
 }
 
@@ -97,23 +98,48 @@ static int parse(const char *record)
 static void test_state_records(void **state)
 {
 	(void)state;
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"mq-deadline\", \"written\": \"bfq\"}"), 0);
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"mq-deadline\"}"), 0);
+	assert_int_equal(
+		parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"mq-deadline\", \"written\": \"bfq\"}"),
+		0);
+	assert_int_equal(
+		parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"mq-deadline\"}"),
+		0);
 	/* Hostile or broken: the device, the original, the written. */
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"original\": \"mq-deadline\"}"), -EBADMSG);
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": 7, \"original\": \"none\"}"), -EBADMSG);
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": \"../../etc\", \"original\": \"none\"}"), -EBADMSG);
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": \"..\", \"original\": \"none\"}"), -EBADMSG);
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": \"vda/queue\", \"original\": \"none\"}"), -EBADMSG);
+	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"original\": \"mq-deadline\"}"),
+			 -EBADMSG);
+	assert_int_equal(
+		parse("{\"knob\": \"io.scheduler\", \"device\": 7, \"original\": \"none\"}"),
+		-EBADMSG);
+	assert_int_equal(
+		parse("{\"knob\": \"io.scheduler\", \"device\": \"../../etc\", \"original\": \"none\"}"),
+		-EBADMSG);
+	assert_int_equal(
+		parse("{\"knob\": \"io.scheduler\", \"device\": \"..\", \"original\": \"none\"}"),
+		-EBADMSG);
+	assert_int_equal(
+		parse("{\"knob\": \"io.scheduler\", \"device\": \"vda/queue\", \"original\": \"none\"}"),
+		-EBADMSG);
 	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\"}"), -EBADMSG);
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": 3}"), -EBADMSG);
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"none\\n\"}"), -EBADMSG);
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"none\", \"written\": null}"), -EBADMSG);
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"none\", \"written\": [\"bfq\"]}"), -EBADMSG);
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"none\", \"written\": \"b f q\"}"), -EBADMSG);
+	assert_int_equal(
+		parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": 3}"),
+		-EBADMSG);
+	assert_int_equal(
+		parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"none\\n\"}"),
+		-EBADMSG);
+	assert_int_equal(
+		parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"none\", \"written\": null}"),
+		-EBADMSG);
+	assert_int_equal(
+		parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"none\", \"written\": [\"bfq\"]}"),
+		-EBADMSG);
+	assert_int_equal(
+		parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"none\", \"written\": \"b f q\"}"),
+		-EBADMSG);
 	/* A good scheduler record beside a bad cgroup one: the file is refused. */
-	assert_int_equal(parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"none\"},"
-			       "{\"knob\": \"cpu.weight\"}"), -EBADMSG);
+	assert_int_equal(
+		parse("{\"knob\": \"io.scheduler\", \"device\": \"vda\", \"original\": \"none\"},"
+		      "{\"knob\": \"cpu.weight\"}"),
+		-EBADMSG);
 }
 
 static void lines(void *userdata, const char *line)
@@ -136,7 +162,8 @@ static void test_state_device_gone(void **state)
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs("{\"version\": 1, \"knobs\": [ {\"knob\": \"io.scheduler\", \"device\": \"nosuchdisk0\", "
-	      "\"original\": \"mq-deadline\", \"written\": \"bfq\"} ]}\n", f);
+	      "\"original\": \"mq-deadline\", \"written\": \"bfq\"} ]}\n",
+	      f);
 	fclose(f);
 	assert_int_equal(knob_state_open(dir, &s), 0);
 	assert_true(knob_state_has_iosched(s, "nosuchdisk0"));
@@ -146,7 +173,8 @@ static void test_state_device_gone(void **state)
 	assert_true(knob_state_has_iosched(s, "nosuchdisk0"));
 	assert_int_equal(access(path, F_OK), 0);
 	assert_int_equal(knob_state_restore_all_report(s, "/sys/fs/cgroup", lines, said, &left), 1);
-	assert_non_null(strstr(said, "io.scheduler of nosuchdisk0: device gone, nothing to restore"));
+	assert_non_null(
+		strstr(said, "io.scheduler of nosuchdisk0: device gone, nothing to restore"));
 	assert_int_equal(left, 0);
 	assert_false(knob_state_has_iosched(s, "nosuchdisk0"));
 	assert_int_equal(access(path, F_OK), -1);

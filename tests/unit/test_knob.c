@@ -194,7 +194,8 @@ static void test_shares_conversion(void **state)
 	/* Every integer weight survives the round trip: read(write(w)) == w. */
 	for (unsigned long w = 1; w <= 10000; w++)
 		if (knob_shares_to_weight(knob_weight_to_shares(w)) != w)
-			fail_msg("weight %lu -> shares %lu -> weight %lu", w, knob_weight_to_shares(w),
+			fail_msg("weight %lu -> shares %lu -> weight %lu", w,
+				 knob_weight_to_shares(w),
 				 knob_shares_to_weight(knob_weight_to_shares(w)));
 	/* Shares someone else wrote: nearest weight at or above, within 1..10000. */
 	assert_int_equal(knob_shares_to_weight(2), 1);
@@ -398,7 +399,9 @@ static void test_v1_partial(void **state)
 	assert_true(knob_available(k, KNOB_CPU_QUOTA, NULL));
 	assert_true(knob_available(k, KNOB_CPU_WEIGHT, NULL));
 	assert_false(knob_available(k, KNOB_IO_WEIGHT, &why));
-	assert_string_equal(why, "cgroup not in the cgroup v1 blkio hierarchy (and no cgroup v2 io controller)");
+	assert_string_equal(
+		why,
+		"cgroup not in the cgroup v1 blkio hierarchy (and no cgroup v2 io controller)");
 	knobs_free(k);
 }
 
@@ -428,8 +431,8 @@ static void test_freq_unavailable(void **state)
 /* state file */
 
 /* Record the original, then write, as the daemon does (knob_state_set()). */
-static int state_write(struct knob_state *s, const char *base, const char *rel, enum action_knob kind,
-		       struct knobs *k, double original, double value)
+static int state_write(struct knob_state *s, const char *base, const char *rel,
+		       enum action_knob kind, struct knobs *k, double original, double value)
 {
 	struct knob_target t = { .cgroup_base = base, .cgroup = rel, .files = k };
 
@@ -509,7 +512,11 @@ static void test_state_record_restore(void **state)
 	/* Still usable afterwards (SIGHUP restores, then goes on). */
 	assert_int_equal(knob_state_restore_all(s, t->base), 0);
 	assert_int_equal(knob_state_record(s, t->base, "/a/b", KNOB_CPU_WEIGHT, 100), 0);
-	assert_int_equal(knob_state_forget(s, &(struct knob_target){ .cgroup_base = t->base, .cgroup = "/a/b" }, KNOB_CPU_WEIGHT), 0);
+	assert_int_equal(
+		knob_state_forget(s,
+				  &(struct knob_target){ .cgroup_base = t->base, .cgroup = "/a/b" },
+				  KNOB_CPU_WEIGHT),
+		0);
 	assert_false(state_exists(t));
 	knob_state_free(s);
 	knobs_free(k);
@@ -633,7 +640,8 @@ static void test_state_written(void **state)
 	t0 = now_ms();
 	for (int i = 0; i < n; i++)
 		assert_int_equal(state_write(s, t->base, "/a", KNOB_CPU_QUOTA, k, INFINITY,
-						  i % 2 ? 0.1 : 0.2), 0);
+					     i % 2 ? 0.1 : 0.2),
+				 0);
 	per = (now_ms() - t0) / n;
 	print_message("knob_state_set: %.3f ms per write (state file in %s)\n", per, t->state);
 	knob_state_free(s); /* dies without restoring */
@@ -657,7 +665,8 @@ static void test_state_written(void **state)
 	assert_int_equal(knob_state_open(t->state, &s), 0);
 	assert_int_equal(knob_state_restore_all_report(s, t->base, collect, NULL, &left), 1);
 	assert_int_equal(left, 1);
-	assert_non_null(strstr(said, "cpu.weight of /a: left alone: changed by someone else since"));
+	assert_non_null(
+		strstr(said, "cpu.weight of /a: left alone: changed by someone else since"));
 	assert_non_null(strstr(said, "cpu.shares is 777, we wrote 30"));
 	assert_string_equal(get(t->base, "cpu/a/cpu.shares"), "777");
 	assert_string_equal(get(t->base, "cpu/a/cpu.cfs_quota_us"), "-1");
@@ -678,7 +687,8 @@ static void test_state_no_written(void **state)
 	snprintf(doc, sizeof(doc),
 		 "{\"version\":1,\"knobs\":[{\"cgroup_base\":\"%s\",\"cgroup\":\"/a/b\","
 		 "\"knob\":\"cpu.weight\",\"original\":100,\"snapshot\":{\"files\":["
-		 "{\"path\":\"%s/a/b/cpu.weight\",\"value\":\"100\"}]}}]}", t->base, t->base);
+		 "{\"path\":\"%s/a/b/cpu.weight\",\"value\":\"100\"}]}}]}",
+		 t->base, t->base);
 	put(t->state, "state.json", doc);
 	assert_int_equal(knob_state_open(t->state, &s), 0);
 	assert_int_equal(knob_state_restore_all(s, t->base), 1);
@@ -701,22 +711,23 @@ static void test_state_round_trip(void **state)
 	mkd(t->base, "run");
 	mkd(t->base, "run/tailwarden");
 	put(t->base, "a/b/cpu.weight", "5\n");
-	snprintf(doc, sizeof(doc),
-		 "{\"version\":1,\"knobs\":["
-		 "{\"cgroup_base\":\"%s\",\"cgroup\":\"/a\",\"knob\":\"cpu.max\",\"original\":\"max\",\"written\":0.5,"
-		 "\"snapshot\":{\"files\":[{\"path\":\"%s/a/cpu.max\",\"value\":\"max 100000\",\"written\":\"50000 100000\"}]}},"
-		 "{\"cgroup_base\":\"%s\",\"cgroup\":\"/a\",\"knob\":\"cpufreq\",\"original\":2000000,"
-		 "\"snapshot\":{\"cpus\":[{\"cpu\":0,\"max_khz\":2000000,\"written_khz\":1200000},{\"cpu\":1,\"max_khz\":2000000}]}},"
-		 "{\"cgroup_base\":\"%s\",\"cgroup\":\"/u\",\"knob\":\"cpu.weight\",\"unit\":\"web.service\",\"original\":100,\"written\":7,"
-		 "\"snapshot\":{\"unit\":\"web.service\",\"property\":\"CPUWeight\",\"value\":18446744073709551615,\"written\":7,"
-		 "\"bus\":\"unix:path=/run/dbus/system_bus_socket\"}},"
-		 "{\"cgroup_base\":\"%s\",\"cgroup\":\"/lc\",\"knob\":\"sched.slice\",\"original\":0,\"written\":300000,"
-		 "\"snapshot\":{\"threads\":[{\"tid\":42,\"start\":812,\"slice_ns\":0,\"written_ns\":300000},"
-		 "{\"tid\":43,\"start\":813,\"slice_ns\":2000000,\"written_ns\":300000,\"left_alone\":true}]}},"
-		 "{\"knob\":\"io.scheduler\",\"device\":\"vda\",\"original\":\"mq-deadline\",\"written\":\"bfq\"},"
-		 "{\"knob\":\"cgroup.subtree_control\",\"cgroup_base\":\"%s\",\"cgroup\":\"/batch.slice\","
-		 "\"controller\":\"cpu\",\"original\":\"memory pids\"}]}",
-		 t->base, t->base, t->base, t->base, t->base, t->base);
+	snprintf(
+		doc, sizeof(doc),
+		"{\"version\":1,\"knobs\":["
+		"{\"cgroup_base\":\"%s\",\"cgroup\":\"/a\",\"knob\":\"cpu.max\",\"original\":\"max\",\"written\":0.5,"
+		"\"snapshot\":{\"files\":[{\"path\":\"%s/a/cpu.max\",\"value\":\"max 100000\",\"written\":\"50000 100000\"}]}},"
+		"{\"cgroup_base\":\"%s\",\"cgroup\":\"/a\",\"knob\":\"cpufreq\",\"original\":2000000,"
+		"\"snapshot\":{\"cpus\":[{\"cpu\":0,\"max_khz\":2000000,\"written_khz\":1200000},{\"cpu\":1,\"max_khz\":2000000}]}},"
+		"{\"cgroup_base\":\"%s\",\"cgroup\":\"/u\",\"knob\":\"cpu.weight\",\"unit\":\"web.service\",\"original\":100,\"written\":7,"
+		"\"snapshot\":{\"unit\":\"web.service\",\"property\":\"CPUWeight\",\"value\":18446744073709551615,\"written\":7,"
+		"\"bus\":\"unix:path=/run/dbus/system_bus_socket\"}},"
+		"{\"cgroup_base\":\"%s\",\"cgroup\":\"/lc\",\"knob\":\"sched.slice\",\"original\":0,\"written\":300000,"
+		"\"snapshot\":{\"threads\":[{\"tid\":42,\"start\":812,\"slice_ns\":0,\"written_ns\":300000},"
+		"{\"tid\":43,\"start\":813,\"slice_ns\":2000000,\"written_ns\":300000,\"left_alone\":true}]}},"
+		"{\"knob\":\"io.scheduler\",\"device\":\"vda\",\"original\":\"mq-deadline\",\"written\":\"bfq\"},"
+		"{\"knob\":\"cgroup.subtree_control\",\"cgroup_base\":\"%s\",\"cgroup\":\"/batch.slice\","
+		"\"controller\":\"cpu\",\"original\":\"memory pids\"}]}",
+		t->base, t->base, t->base, t->base, t->base, t->base);
 	put(t->state, "state.json", doc);
 	in = state_json(t);
 	assert_int_equal(knob_state_open(t->state, &s), 0);
@@ -727,7 +738,8 @@ static void test_state_round_trip(void **state)
 	assert_true(json_object_object_get_ex(out, "knobs", &b));
 	assert_int_equal(json_object_array_length(b), json_object_array_length(a) + 1);
 	for (size_t i = 0; i < json_object_array_length(a); i++) {
-		if (!json_object_equal(json_object_array_get_idx(a, i), json_object_array_get_idx(b, i)))
+		if (!json_object_equal(json_object_array_get_idx(a, i),
+				       json_object_array_get_idx(b, i)))
 			fail_msg("knobs[%zu] changed by a load and a save:\n%s\n%s", i,
 				 json_object_to_json_string(json_object_array_get_idx(a, i)),
 				 json_object_to_json_string(json_object_array_get_idx(b, i)));
@@ -749,7 +761,8 @@ static int restore_one(struct tree *t, const char *base, const char *cgroup, con
 	snprintf(doc, sizeof(doc),
 		 "{\"version\":1,\"knobs\":[{\"cgroup_base\":\"%s\",\"cgroup\":\"%s\","
 		 "\"knob\":\"%s\",\"original\":1,\"snapshot\":{\"files\":["
-		 "{\"path\":\"%s\",\"value\":\"%s\"}]}}]}", base, cgroup, knob, path, value);
+		 "{\"path\":\"%s\",\"value\":\"%s\"}]}}]}",
+		 base, cgroup, knob, path, value);
 	put(t->state, "state.json", doc);
 	assert_int_equal(knob_state_open(t->state, &s), 0);
 	said[0] = '\0';
@@ -768,8 +781,11 @@ static void test_state_hostile(void **state)
 	put(t->base, "a/b/cpu.weight", "5\n");
 	/* Another cgroup root than the configured one. */
 	snprintf(p, sizeof(p), "%s/a/b/cpu.weight", t->base);
-	assert_int_equal(restore_one(t, "/etc", "/a/b", "cpu.weight", "/etc/a/b/cpu.weight", "100"), -EXDEV);
-	assert_non_null(strstr(said, "not restored: knobs[0]: recorded for the cgroup root /etc, not CgroupBase="));
+	assert_int_equal(restore_one(t, "/etc", "/a/b", "cpu.weight", "/etc/a/b/cpu.weight", "100"),
+			 -EXDEV);
+	assert_non_null(strstr(
+		said,
+		"not restored: knobs[0]: recorded for the cgroup root /etc, not CgroupBase="));
 	/* Values the knob cannot hold. */
 	assert_int_equal(restore_one(t, t->base, "/a/b", "cpu.weight", p, "0"), -ERANGE);
 	assert_non_null(strstr(said, "'0' is not a valid cpu.weight value"));
@@ -799,8 +815,10 @@ static void test_state_hostile(void **state)
 	dfd = open(t->base, O_PATH | O_DIRECTORY);
 	assert_true(dfd >= 0);
 	for (int walk = 0; walk < 2; walk++) {
-		assert_int_equal(knob_open_beneath(dfd, "a/evil/cpu.weight", O_RDONLY, walk), -ELOOP);
-		assert_int_equal(knob_open_beneath(dfd, "a/../a/b/cpu.weight", O_RDONLY, walk), -EXDEV);
+		assert_int_equal(knob_open_beneath(dfd, "a/evil/cpu.weight", O_RDONLY, walk),
+				 -ELOOP);
+		assert_int_equal(knob_open_beneath(dfd, "a/../a/b/cpu.weight", O_RDONLY, walk),
+				 -EXDEV);
 		fd = knob_open_beneath(dfd, "a/b/cpu.weight", O_RDONLY, walk);
 		assert_true(fd >= 0);
 		close(fd);
@@ -812,7 +830,6 @@ static void test_state_hostile(void **state)
 	assert_int_equal(restore_one(t, t->base, "/a/b", "cpu.weight", p, "100"), 1);
 	assert_string_equal(get(t->base, "a/b/cpu.weight"), "100");
 }
-
 
 /* ------------------------------------------------------------------ */
 /* v2 under BFQ: io.bfq.weight, the scheduler's own file */
@@ -832,7 +849,8 @@ static void test_v2_bfq(void **state)
 	assert_int_equal(knob_state_open(t->state, &s), 0);
 	assert_int_equal(state_write(s, t->base, "/a/b", KNOB_IO_WEIGHT, k, 100, 10), 0);
 	assert_string_equal(get(t->base, "a/b/io.bfq.weight"), "default 10");
-	assert_string_equal(get(t->base, "a/b/io.weight"), "default 100"); /* io.cost's: untouched */
+	assert_string_equal(get(t->base, "a/b/io.weight"),
+			    "default 100"); /* io.cost's: untouched */
 	assert_true(rd(k, KNOB_IO_WEIGHT) == 10);
 	/* 1..1000 only: saturates, and reads back as written. */
 	assert_int_equal(knob_write(k, KNOB_IO_WEIGHT, 5000), 0);
@@ -881,7 +899,8 @@ static void set_word(char *list, size_t len, const char *w, bool on)
 
 	for (size_t i = 0; i < sizeof(order) / sizeof(*order); i++)
 		if ((has(list, order[i]) && strcmp(order[i], w)) || (on && !strcmp(order[i], w)))
-			snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", *out ? " " : "", order[i]);
+			snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s",
+				 *out ? " " : "", order[i]);
 	snprintf(list, len, "%s", out);
 }
 
@@ -1016,10 +1035,13 @@ static void test_subtree_enabled_already(void **state)
 
 	assert_true(knob_available(k, KNOB_CPU_WEIGHT, NULL));
 	assert_null(knob_missing_controller(k, KNOB_CPU_WEIGHT));
-	assert_int_equal(knob_subtree_plan(t->base, "/batch.slice", "cpu", from, sizeof(from), why, sizeof(why)), 0);
+	assert_int_equal(knob_subtree_plan(t->base, "/batch.slice", "cpu", from, sizeof(from), why,
+					   sizeof(why)),
+			 0);
 	assert_string_equal(from, "");
-	assert_int_equal(knob_state_enable_controller(s, t->base, "/batch.slice", "cpu", collect, NULL, why,
-						      sizeof(why)), 0);
+	assert_int_equal(knob_state_enable_controller(s, t->base, "/batch.slice", "cpu", collect,
+						      NULL, why, sizeof(why)),
+			 0);
 	assert_string_equal(writes, "");
 	assert_false(state_exists(t));
 	knob_state_free(s);
@@ -1047,26 +1069,34 @@ static void test_subtree_enable_restore(void **state)
 	knobs_free(k);
 
 	said[0] = '\0';
-	assert_int_equal(knob_state_enable_controller(s, t->base, "/batch.slice/jobs.slice/job.scope", "cpu",
-						      collect, NULL, msg, sizeof(msg)), 0);
+	assert_int_equal(knob_state_enable_controller(s, t->base,
+						      "/batch.slice/jobs.slice/job.scope", "cpu",
+						      collect, NULL, msg, sizeof(msg)),
+			 0);
 	/* Only batch.slice (below the root, which has it) and jobs.slice, top-down. */
 	assert_string_equal(writes, "+cpu /batch.slice\n+cpu /batch.slice/jobs.slice\n");
 	assert_string_equal(get(t->base, "cgroup.subtree_control"), "cpu io memory pids");
 	assert_string_equal(get(t->base, "batch.slice/cgroup.subtree_control"), "cpu memory pids");
-	assert_non_null(strstr(said, "/batch.slice/cgroup.subtree_control: \"memory pids\" -> \"cpu memory pids\"\n"));
-	assert_non_null(strstr(said, "/batch.slice/jobs.slice/cgroup.subtree_control: \"\" -> \"cpu\"\n"));
+	assert_non_null(strstr(
+		said,
+		"/batch.slice/cgroup.subtree_control: \"memory pids\" -> \"cpu memory pids\"\n"));
+	assert_non_null(
+		strstr(said, "/batch.slice/jobs.slice/cgroup.subtree_control: \"\" -> \"cpu\"\n"));
 	assert_int_equal(state_count(t), 2);
 
 	k = open_ok(t, "/batch.slice/jobs.slice/job.scope");
 	assert_true(knob_available(k, KNOB_CPU_WEIGHT, NULL));
 	assert_true(knob_available(k, KNOB_CPU_QUOTA, NULL));
-	assert_int_equal(state_write(s, t->base, "/batch.slice/jobs.slice/job.scope", KNOB_CPU_WEIGHT, k,
-					  100, 10), 0);
+	assert_int_equal(state_write(s, t->base, "/batch.slice/jobs.slice/job.scope",
+				     KNOB_CPU_WEIGHT, k, 100, 10),
+			 0);
 	assert_string_equal(get(t->base, "batch.slice/jobs.slice/job.scope/cpu.weight"), "10");
 	knobs_free(k);
 	/* Enabling again is a no-op. */
-	assert_int_equal(knob_state_enable_controller(s, t->base, "/batch.slice/jobs.slice/job.scope", "cpu",
-						      NULL, NULL, msg, sizeof(msg)), 0);
+	assert_int_equal(knob_state_enable_controller(s, t->base,
+						      "/batch.slice/jobs.slice/job.scope", "cpu",
+						      NULL, NULL, msg, sizeof(msg)),
+			 0);
 	assert_int_equal(state_count(t), 3);
 
 	/* Exit: the knob first, then the controllers, deepest first. */
@@ -1075,7 +1105,8 @@ static void test_subtree_enable_restore(void **state)
 	assert_int_equal(knob_state_restore_all_report(s, t->base, collect, NULL, &left), 3);
 	assert_int_equal(left, 0);
 	assert_string_equal(writes, "-cpu /batch.slice/jobs.slice\n-cpu /batch.slice\n");
-	assert_true(strstr(said, "job.scope/cpu.weight: 10 -> 100") < strstr(said, "jobs.slice/cgroup.subtree_control"));
+	assert_true(strstr(said, "job.scope/cpu.weight: 10 -> 100") <
+		    strstr(said, "jobs.slice/cgroup.subtree_control"));
 	assert_string_equal(get(t->base, "batch.slice/cgroup.subtree_control"), "memory pids");
 	assert_string_equal(get(t->base, "batch.slice/jobs.slice/cgroup.subtree_control"), "");
 	assert_string_equal(get(t->base, "cgroup.subtree_control"), "cpu io memory pids");
@@ -1092,8 +1123,10 @@ static void test_subtree_busy(void **state)
 	char why[512];
 
 	put(t->base, "batch.slice/jobs.slice/cgroup.procs", "4000\n4001\n");
-	assert_int_equal(knob_state_enable_controller(s, t->base, "/batch.slice/jobs.slice/job.scope", "cpu",
-						      collect, NULL, why, sizeof(why)), -EBUSY);
+	assert_int_equal(knob_state_enable_controller(s, t->base,
+						      "/batch.slice/jobs.slice/job.scope", "cpu",
+						      collect, NULL, why, sizeof(why)),
+			 -EBUSY);
 	print_message("busy: %s\n", why);
 	assert_non_null(strstr(why, "/batch.slice/jobs.slice has processes of its own (pid 4000"));
 	assert_non_null(strstr(why, "no internal processes"));
@@ -1111,8 +1144,9 @@ static void test_subtree_root(void **state)
 	char why[512], from[PATH_MAX];
 
 	put(t->base, "cgroup.subtree_control", "memory pids\n");
-	assert_int_equal(knob_state_enable_controller(s, t->base, "/system.slice/batch.service", "cpu",
-						      collect, NULL, why, sizeof(why)), -EPERM);
+	assert_int_equal(knob_state_enable_controller(s, t->base, "/system.slice/batch.service",
+						      "cpu", collect, NULL, why, sizeof(why)),
+			 -EPERM);
 	print_message("root: %s\n", why);
 	assert_non_null(strstr(why, "not enabled at the cgroup2 root"));
 	assert_non_null(strstr(why, "never tailwarden's"));
@@ -1120,8 +1154,9 @@ static void test_subtree_root(void **state)
 	assert_false(state_exists(t));
 	assert_string_equal(get(t->base, "cgroup.subtree_control"), "memory pids");
 	/* Not a controller of this root at all. */
-	assert_int_equal(knob_subtree_plan(t->base, "/system.slice", "rdma", from, sizeof(from), why,
-					   sizeof(why)), -EOPNOTSUPP);
+	assert_int_equal(knob_subtree_plan(t->base, "/system.slice", "rdma", from, sizeof(from),
+					   why, sizeof(why)),
+			 -EOPNOTSUPP);
 	assert_non_null(strstr(why, "has no rdma controller"));
 	/* The real writer refuses the root's file whatever it is asked. */
 	assert_int_equal(knob_subtree_write(NULL, t->base, "/", "+cpu"), -EPERM);
@@ -1137,8 +1172,9 @@ static void test_subtree_systemd_unit(void **state)
 	char why[512];
 	int left = -1;
 
-	assert_int_equal(knob_state_enable_controller(s, t->base, "/system.slice/batch.service", "cpu",
-						      NULL, NULL, why, sizeof(why)), 0);
+	assert_int_equal(knob_state_enable_controller(s, t->base, "/system.slice/batch.service",
+						      "cpu", NULL, NULL, why, sizeof(why)),
+			 0);
 	assert_string_equal(writes, "+cpu /system.slice\n");
 	assert_string_equal(get(t->base, "system.slice/batch.service/cpu.weight"), "100");
 	/* Meanwhile systemd gives nginx.service CPUWeight=50: it needs cpu there now. */
@@ -1163,8 +1199,10 @@ static void test_subtree_half(void **state)
 	char why[512];
 
 	fail_at = 1; /* jobs.slice: processes moved in between the check and the write */
-	assert_int_equal(knob_state_enable_controller(s, t->base, "/batch.slice/jobs.slice/job.scope", "cpu",
-						      NULL, NULL, why, sizeof(why)), -EBUSY);
+	assert_int_equal(knob_state_enable_controller(s, t->base,
+						      "/batch.slice/jobs.slice/job.scope", "cpu",
+						      NULL, NULL, why, sizeof(why)),
+			 -EBUSY);
 	print_message("half: %s\n", why);
 	assert_non_null(strstr(why, "the cgroups above it were put back"));
 	assert_string_equal(writes, "+cpu /batch.slice\n+cpu /batch.slice/jobs.slice\n"
@@ -1181,21 +1219,32 @@ static void test_subtree_hostile(void **state)
 	struct tree *t = *state;
 	char doc[2048];
 
-	snprintf(doc, sizeof(doc), "{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
-		 "\"cgroup_base\":\"%s\",\"cgroup\":\"/\",\"controller\":\"cpu\",\"original\":\"\"}]}", t->base);
+	snprintf(
+		doc, sizeof(doc),
+		"{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
+		"\"cgroup_base\":\"%s\",\"cgroup\":\"/\",\"controller\":\"cpu\",\"original\":\"\"}]}",
+		t->base);
 	assert_int_equal(parse_doc(doc), -EBADMSG);
-	snprintf(doc, sizeof(doc), "{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
-		 "\"cgroup_base\":\"%s\",\"cgroup\":\"/a/../\",\"controller\":\"cpu\",\"original\":\"\"}]}", t->base);
+	snprintf(
+		doc, sizeof(doc),
+		"{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
+		"\"cgroup_base\":\"%s\",\"cgroup\":\"/a/../\",\"controller\":\"cpu\",\"original\":\"\"}]}",
+		t->base);
 	assert_int_equal(parse_doc(doc), -EBADMSG);
-	snprintf(doc, sizeof(doc), "{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
-		 "\"cgroup_base\":\"%s\",\"cgroup\":\"/batch.slice\",\"controller\":\"memory\",\"original\":\"\"}]}",
-		 t->base);
+	snprintf(
+		doc, sizeof(doc),
+		"{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
+		"\"cgroup_base\":\"%s\",\"cgroup\":\"/batch.slice\",\"controller\":\"memory\",\"original\":\"\"}]}",
+		t->base);
 	assert_int_equal(parse_doc(doc), -EBADMSG);
-	snprintf(doc, sizeof(doc), "{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
-		 "\"cgroup_base\":\"%s\",\"cgroup\":\"/batch.slice\",\"controller\":\"cpu\",\"original\":\"\"}]}",
-		 t->base);
+	snprintf(
+		doc, sizeof(doc),
+		"{\"version\":1,\"knobs\":[{\"knob\":\"cgroup.subtree_control\","
+		"\"cgroup_base\":\"%s\",\"cgroup\":\"/batch.slice\",\"controller\":\"cpu\",\"original\":\"\"}]}",
+		t->base);
 	assert_int_equal(parse_doc(doc), 0);
-	assert_int_equal(knob_subtree_restore(t->base, "/", "cpu", fake_kernel, t, NULL, NULL, doc, sizeof(doc)),
+	assert_int_equal(knob_subtree_restore(t->base, "/", "cpu", fake_kernel, t, NULL, NULL, doc,
+					      sizeof(doc)),
 			 -EPERM);
 	assert_string_equal(writes, "");
 }

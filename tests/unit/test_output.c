@@ -50,12 +50,14 @@ static void sample_fill(struct qos_sample *s)
 }
 
 static const struct sensor_drops drops = {
-	.spans_negative = 2, .spans_absurd = 5, .conns = 11, .cgroups = 13,
+	.spans_negative = 2,
+	.spans_absurd = 5,
+	.conns = 11,
+	.cgroups = 13,
 };
 
 /* Render through output_json_line into a string, as `top --json` does. */
-static char *render(const struct qos_sample *s, const char *path,
-		    const struct sensor_drops *d)
+static char *render(const struct qos_sample *s, const char *path, const struct sensor_drops *d)
 {
 	struct json_object *o = output_sample_json(s, path, TS, d);
 	char *buf = NULL;
@@ -125,8 +127,8 @@ static void expect_us(struct json_object *lat, const char *key, double want_us)
 			 HIST_MAX_REL_ERROR * 100);
 }
 
-static void expect_latency(struct json_object *lat, double p50, double p90, double p99,
-			   double p999, double max)
+static void expect_latency(struct json_object *lat, double p50, double p90, double p99, double p999,
+			   double max)
 {
 	assert_non_null(lat);
 	assert_true(json_object_is_type(lat, json_type_object));
@@ -298,7 +300,8 @@ static void test_table_phases(void **state)
 		assert_non_null(f);
 		output_table_row(f, &s, "/web", NULL, NULL);
 		assert_int_equal(fclose(f), 0);
-		output_fmt_duration(q, sizeof(q), queued_on ? hist_percentile(&s.phase[0], 0.99) : -1);
+		output_fmt_duration(q, sizeof(q),
+				    queued_on ? hist_percentile(&s.phase[0], 0.99) : -1);
 		output_fmt_duration(sv, sizeof(sv), hist_percentile(&s.phase[1], 0.99));
 		output_fmt_duration(sd, sizeof(sd), hist_percentile(&s.phase[2], 0.99));
 		assert_string_equal(q, queued_on ? "100us" : "-");
@@ -522,7 +525,8 @@ static void test_table_row(void **state)
 	output_fmt_duration(p99, sizeof(p99), hist_percentile(&s.latency, 0.99));
 	output_fmt_duration(p999, sizeof(p999), hist_percentile(&s.latency, 0.999));
 	/* No contention sensor: its columns are "-". Phases not seen: "-" too. */
-	snprintf(want, sizeof(want), "%-40s %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s %8s %5s %8s %7s  %s",
+	snprintf(want, sizeof(want),
+		 "%-40s %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s %8s %5s %8s %7s  %s",
 		 "/system.slice/nginx.service", "400", p50, p99, p999, "-", "-", "-", "49.4K",
 		 "4.0G", "7", "-", "-", "-", "-", "-");
 	assert_string_equal(line[1], want);
@@ -596,7 +600,9 @@ static void test_contention_columns(void **state)
 
 static void test_contention_json(void **state)
 {
-	struct diagnosis d = { .dominant = DIAG_LOCK, .cause = DIAG_CAUSE_LOAD, .n_evidence = 1,
+	struct diagnosis d = { .dominant = DIAG_LOCK,
+			       .cause = DIAG_CAUSE_LOAD,
+			       .n_evidence = 1,
 			       .evidence = { { "futex_wait_s/req", 0.002, 0.0001, 20 } } };
 	struct contention_sample c;
 	struct json_object *o, *x;
@@ -609,22 +615,28 @@ static void test_contention_json(void **state)
 	json_object_put(x);
 	assert_non_null(o);
 	assert_true(json_object_object_get_ex(o, "runq_delay_us", &x));
-	assert_true(fabs(json_object_get_double(json_object_object_get(x, "p99")) - 10.0) <= 10.0 * HIST_MAX_REL_ERROR + 0.05);
-	assert_true(fabs(json_object_get_double(json_object_object_get(o, "runq_delay_s")) - 0.25) < 1e-9);
-	assert_true(fabs(json_object_get_double(json_object_object_get(o, "cpu_throttled_s")) - 0.5) < 1e-9);
-	assert_int_equal(json_object_get_int64(json_object_object_get(o, "io_read_bytes")), 4000000);
+	assert_true(fabs(json_object_get_double(json_object_object_get(x, "p99")) - 10.0) <=
+		    10.0 * HIST_MAX_REL_ERROR + 0.05);
+	assert_true(fabs(json_object_get_double(json_object_object_get(o, "runq_delay_s")) - 0.25) <
+		    1e-9);
+	assert_true(fabs(json_object_get_double(json_object_object_get(o, "cpu_throttled_s")) -
+			 0.5) < 1e-9);
+	assert_int_equal(json_object_get_int64(json_object_object_get(o, "io_read_bytes")),
+			 4000000);
 	/* Unavailable figures are null, zero stays zero. */
 	assert_true(json_object_object_get_ex(o, "vfs_write_bytes", &x) && x == NULL);
 	assert_true(json_object_object_get_ex(o, "reclaim_s", &x) && x == NULL);
 	assert_int_equal(json_object_get_int64(json_object_object_get(o, "lock_contention_s")), 0);
 	x = json_object_object_get(o, "psi");
-	assert_true(fabs(json_object_get_double(json_object_object_get(x, "cpu_some")) - 12.5) < 1e-9);
+	assert_true(fabs(json_object_get_double(json_object_object_get(x, "cpu_some")) - 12.5) <
+		    1e-9);
 	assert_true(json_object_object_get_ex(x, "io_some", &x) && x == NULL);
 	x = json_object_object_get(o, "diagnosis");
 	assert_string_equal(json_object_get_string(json_object_object_get(x, "dominant")), "lock");
 	assert_string_equal(json_object_get_string(json_object_object_get(x, "cause")), "load");
 	x = json_object_array_get_idx(json_object_object_get(x, "evidence"), 0);
-	assert_string_equal(json_object_get_string(json_object_object_get(x, "signal")), "futex_wait_s/req");
+	assert_string_equal(json_object_get_string(json_object_object_get(x, "signal")),
+			    "futex_wait_s/req");
 	assert_true(fabs(json_object_get_double(json_object_object_get(x, "ratio")) - 20) < 1e-9);
 	json_object_put(o);
 
@@ -642,20 +654,13 @@ static void test_contention_json(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_contention_columns),
-		cmocka_unit_test(test_contention_json),
-		cmocka_unit_test(test_json_sample),
-		cmocka_unit_test(test_json_no_requests),
-		cmocka_unit_test(test_json_phases),
-		cmocka_unit_test(test_table_phases),
-		cmocka_unit_test(test_json_outbound_off),
-		cmocka_unit_test(test_json_null_path),
-		cmocka_unit_test(test_json_negative_conns),
-		cmocka_unit_test(test_json_large_id),
-		cmocka_unit_test(test_json_escaping),
-		cmocka_unit_test(test_json_no_drops),
-		cmocka_unit_test(test_fmt_duration),
-		cmocka_unit_test(test_fmt_rate),
+		cmocka_unit_test(test_contention_columns),  cmocka_unit_test(test_contention_json),
+		cmocka_unit_test(test_json_sample),	    cmocka_unit_test(test_json_no_requests),
+		cmocka_unit_test(test_json_phases),	    cmocka_unit_test(test_table_phases),
+		cmocka_unit_test(test_json_outbound_off),   cmocka_unit_test(test_json_null_path),
+		cmocka_unit_test(test_json_negative_conns), cmocka_unit_test(test_json_large_id),
+		cmocka_unit_test(test_json_escaping),	    cmocka_unit_test(test_json_no_drops),
+		cmocka_unit_test(test_fmt_duration),	    cmocka_unit_test(test_fmt_rate),
 		cmocka_unit_test(test_table_row),
 	};
 

@@ -31,16 +31,16 @@
 struct tfile {
 	const char *name; /* "x.policy", "d/x.policy" (d is created), "x.conf" */
 	const char *text;
-	size_t len;       /* 0: strlen(text) */
+	size_t len; /* 0: strlen(text) */
 };
 
 struct file_case {
 	const char *title;
-	bool config;              /* config_load(paths[0]) instead of policy_set_load() */
+	bool config; /* config_load(paths[0]) instead of policy_set_load() */
 	struct tfile files[4];
-	const char *paths[4];     /* what is loaded; none: every file, in order */
-	const char *errors[16];   /* exactly these, in this order; none: valid */
-	const char *summary[4];   /* for a valid case: the describe() lines */
+	const char *paths[4];	/* what is loaded; none: every file, in order */
+	const char *errors[16]; /* exactly these, in this order; none: valid */
+	const char *summary[4]; /* for a valid case: the describe() lines */
 };
 
 #define LC_HEAD "[Service]\nCgroup=lc.slice/web.service\nClass=latency-critical\n"
@@ -48,6 +48,7 @@ struct file_case {
 #define BE_HEAD "[Service]\nCgroup=be.slice/batch.service\nClass=best-effort\n"
 #define LC_AT(cg) "[Service]\nCgroup=" cg "\nClass=latency-critical\n"
 
+// clang-format off
 static const struct file_case file_cases[] = {
 	/* ---- valid policy files ---- */
 	{ "the issue's sketch, trailing comments and all",
@@ -413,6 +414,7 @@ static const struct file_case file_cases[] = {
 	  .paths = { "nope.conf" },
 	  .errors = { "nope.conf:0: cannot read: No such file or directory" } },
 };
+// clang-format on
 
 static char *base_dir;
 static char repo_dir[512]; /* where the test started: the repository, under make */
@@ -490,7 +492,8 @@ static void assert_errors(const struct policy_errors *errs, const char *const *w
 		n++;
 	same = errs->n == n;
 	for (size_t i = 0; same && i < n; i++) {
-		if (asprintf(&got, "%s:%u: %s", errs->v[i].file, errs->v[i].line, errs->v[i].msg) < 0)
+		if (asprintf(&got, "%s:%u: %s", errs->v[i].file, errs->v[i].line, errs->v[i].msg) <
+		    0)
 			fail();
 		same = !strcmp(got, want[i]);
 		free(got);
@@ -604,7 +607,8 @@ static void test_too_many_errors(void **state)
 	assert_int_equal(errs.v[0].line, 6);
 	assert_int_equal(errs.v[49].line, 55);
 	assert_int_equal(errs.v[50].line, 56);
-	assert_string_equal(errs.v[50].msg, "too many errors; the rest of this file is not checked");
+	assert_string_equal(errs.v[50].msg,
+			    "too many errors; the rest of this file is not checked");
 	policy_errors_clear(&errs);
 }
 
@@ -628,8 +632,9 @@ static void test_error_cap(void **state)
 	assert_int_equal(policy_set_load(paths, 1, &set, &errs), -EINVAL);
 	assert_int_equal(errs.n, 999);
 	assert_string_equal(errs.v[998].file, "d/p0999.policy");
-	assert_string_equal(errs.v[998].msg,
-			    "cgroup /lc.slice/web.service is also controlled by service 'p0000' (d/p0000.policy:2)");
+	assert_string_equal(
+		errs.v[998].msg,
+		"cgroup /lc.slice/web.service is also controlled by service 'p0000' (d/p0000.policy:2)");
 	f = open_memstream(&buf, &len);
 	assert_non_null(f);
 	policy_errors_print(&errs, f);
@@ -687,10 +692,13 @@ static void test_config_defaults(void **state)
 /* The canonical units of policy.h, field by field. */
 static void test_policy_fields(void **state)
 {
-	static const struct tfile f = { "web.policy",
+	static const struct tfile f = {
+		"web.policy",
 		"[Service]\nCgroup=lc.slice/web.service\nClass=latency-critical\n"
 		"[Objective]\nPercentile=p99.9\nTarget=1.5ms\nMinRequests=50\nWindow=500ms\n"
-		"[Limits]\nCPUQuota=12.5%..max\nCPUWeight=100\nCPUFrequency=1.2GHz..3GHz\n", 0 };
+		"[Limits]\nCPUQuota=12.5%..max\nCPUWeight=100\nCPUFrequency=1.2GHz..3GHz\n",
+		0
+	};
 	struct policy_errors errs = { 0 };
 	struct policy_set *set;
 	char *paths[] = { "web.policy" };
@@ -713,7 +721,8 @@ static void test_policy_fields(void **state)
 	assert_true(p->cpu_quota.set && p->cpu_quota.lo == 0.125 && isinf(p->cpu_quota.hi));
 	assert_true(p->cpu_weight.set && p->cpu_weight.lo == 100 && p->cpu_weight.hi == 100);
 	assert_false(p->io_weight.set);
-	assert_true(p->cpu_freq_khz.set && p->cpu_freq_khz.lo == 1200000 && p->cpu_freq_khz.hi == 3000000);
+	assert_true(p->cpu_freq_khz.set && p->cpu_freq_khz.lo == 1200000 &&
+		    p->cpu_freq_khz.hi == 3000000);
 	policy_set_free(set);
 }
 
@@ -738,8 +747,9 @@ static void test_errors_print(void **state)
 	assert_non_null(f);
 	policy_errors_print(&errs, f);
 	fclose(f);
-	assert_string_equal(buf, "tw.conf:2: DryRun=perhaps: expected yes or no\n"
-				 "web.policy:3: Class=x: expected latency-critical or best-effort\n");
+	assert_string_equal(buf,
+			    "tw.conf:2: DryRun=perhaps: expected yes or no\n"
+			    "web.policy:3: Class=x: expected latency-critical or best-effort\n");
 	free(buf);
 	policy_errors_clear(&errs);
 	assert_int_equal(errs.n, 0);
@@ -761,9 +771,11 @@ static void test_examples(void **state)
 		skip();
 	assert_int_equal(policy_set_load(paths, 1, &set, &errs), 0);
 	policy_describe(&set->v[0], line, sizeof(line));
-	assert_string_equal(line, "example: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); "
-				  "limits: CPUQuota 50%..max, CPUWeight 100..1000, IOWeight 100..1000, CPUFrequency 1.2GHz..max, "
-				  "Slice 300us");
+	assert_string_equal(
+		line,
+		"example: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); "
+		"limits: CPUQuota 50%..max, CPUWeight 100..1000, IOWeight 100..1000, CPUFrequency 1.2GHz..max, "
+		"Slice 300us");
 	policy_set_free(set);
 	assert_int_equal(config_load(conf, &ex, &errs), 0);
 	assert_int_equal(config_load(NULL, &def, &errs), 0);
@@ -827,8 +839,10 @@ static int run_check(char **out, char **err, ...)
 
 static void test_check_command(void **state)
 {
-	static const struct tfile web = { "d/web.policy", LC_HEAD LC_OBJ "[Limits]\nCPUWeight=100..1000\n", 0 };
-	static const struct tfile batch = { "d/batch.policy", BE_HEAD "[Limits]\nCPUQuota=10%..200%\n", 0 };
+	static const struct tfile web = { "d/web.policy",
+					  LC_HEAD LC_OBJ "[Limits]\nCPUWeight=100..1000\n", 0 };
+	static const struct tfile batch = { "d/batch.policy",
+					    BE_HEAD "[Limits]\nCPUQuota=10%..200%\n", 0 };
 	static const struct tfile bad = { "bad/web.policy", LC_HEAD "[Limits]\nCPUQuotta=5%\n", 0 };
 	char *out, *err, *want, conf[512], cwd[256];
 	FILE *f;
@@ -839,16 +853,20 @@ static void test_check_command(void **state)
 	write_file(&bad);
 
 	assert_int_equal(run_check(&out, &err, "d", NULL), 0);
-	assert_string_equal(out, "batch: best-effort /be.slice/batch.service; limits: CPUQuota 10%..200%\n"
-				 "web: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); limits: CPUWeight 100..1000\n");
+	assert_string_equal(
+		out,
+		"batch: best-effort /be.slice/batch.service; limits: CPUQuota 10%..200%\n"
+		"web: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); limits: CPUWeight 100..1000\n");
 	assert_string_equal(err, "");
 	free(out), free(err);
 
 	assert_int_equal(run_check(&out, &err, "d/web.policy", "bad", NULL), 1);
 	assert_string_equal(out, "");
-	assert_string_equal(err, "bad/web.policy:0: missing section [Objective] (required for latency-critical services)\n"
-				 "bad/web.policy:5: unknown key 'CPUQuotta' in [Limits]; did you mean 'CPUQuota'?\n"
-				 "bad/web.policy:1: duplicate service 'web': also defined in d/web.policy\n");
+	assert_string_equal(
+		err,
+		"bad/web.policy:0: missing section [Objective] (required for latency-critical services)\n"
+		"bad/web.policy:5: unknown key 'CPUQuotta' in [Limits]; did you mean 'CPUQuota'?\n"
+		"bad/web.policy:1: duplicate service 'web': also defined in d/web.policy\n");
 	free(out), free(err);
 
 	/* A config alone brings its PoliciesDir=. */
@@ -859,12 +877,16 @@ static void test_check_command(void **state)
 	fputs(conf, f);
 	fclose(f);
 	assert_int_equal(run_check(&out, &err, "tw.conf", NULL), 0);
-	assert_true(asprintf(&want, "tw.conf: period 1s, dry-run yes, policies %s/d, state /run/tailwarden, "
-			     "decision log /run/tailwarden/decisions.jsonl (max 16M), cgroup base /sys/fs/cgroup, "
-			     "metrics 127.0.0.1:9477\n"
-			     "batch: best-effort /be.slice/batch.service; limits: CPUQuota 10%%..200%%\n"
-			     "web: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); "
-			     "limits: CPUWeight 100..1000\n", cwd) > 0);
+	assert_true(
+		asprintf(
+			&want,
+			"tw.conf: period 1s, dry-run yes, policies %s/d, state /run/tailwarden, "
+			"decision log /run/tailwarden/decisions.jsonl (max 16M), cgroup base /sys/fs/cgroup, "
+			"metrics 127.0.0.1:9477\n"
+			"batch: best-effort /be.slice/batch.service; limits: CPUQuota 10%%..200%%\n"
+			"web: latency-critical /lc.slice/web.service p99 <= 2ms (window 2s, min 200 requests); "
+			"limits: CPUWeight 100..1000\n",
+			cwd) > 0);
 	assert_string_equal(out, want);
 	assert_string_equal(err, "");
 	free(want), free(out), free(err);
@@ -888,10 +910,20 @@ static void test_durations(void **state)
 		const char *s;
 		uint64_t ns;
 	} good[] = {
-		{ "0ns", 0 }, { "1ns", 1 }, { "999ns", 999 }, { "1.5us", 1500 },
-		{ "250\xc2\xb5s", 250000 }, { "250\xce\xbcs", 250000 }, { "2ms", 2000000 },
-		{ "2 ms", 2000000 }, { "2\tms", 2000000 }, { "0.5ms", 500000 }, { "1s", 1000000000 },
-		{ "0.000000001s", 1 }, { "0.0000000004s", 0 }, { "007ms", 7000000 },
+		{ "0ns", 0 },
+		{ "1ns", 1 },
+		{ "999ns", 999 },
+		{ "1.5us", 1500 },
+		{ "250\xc2\xb5s", 250000 },
+		{ "250\xce\xbcs", 250000 },
+		{ "2ms", 2000000 },
+		{ "2 ms", 2000000 },
+		{ "2\tms", 2000000 },
+		{ "0.5ms", 500000 },
+		{ "1s", 1000000000 },
+		{ "0.000000001s", 1 },
+		{ "0.0000000004s", 0 },
+		{ "007ms", 7000000 },
 		{ "1000000000s", 1000000000000000000ULL },
 	};
 	static const struct {
@@ -913,7 +945,8 @@ static void test_durations(void **state)
 		{ "1m", "unknown unit 'm'; expected ns, us, \xc2\xb5s, ms or s" },
 		{ "inf s", "expected a number and a unit, e.g. 2ms" },
 		{ "1000000001s", "duration too large" },
-		{ "12345678901234567890123456789012345678901s", "expected a number and a unit, e.g. 2ms" },
+		{ "12345678901234567890123456789012345678901s",
+		  "expected a number and a unit, e.g. 2ms" },
 	};
 	char why[VALUE_WHY_MAX];
 	uint64_t ns;
@@ -934,7 +967,11 @@ static void test_percents(void **state)
 	static const struct {
 		const char *s;
 		double v;
-	} good[] = { { "10%", 0.10 }, { "12.5%", 0.125 }, { "10 %", 0.10 }, { "0%", 0 }, { "100000%", 1000 } };
+	} good[] = { { "10%", 0.10 },
+		     { "12.5%", 0.125 },
+		     { "10 %", 0.10 },
+		     { "0%", 0 },
+		     { "100000%", 1000 } };
 	static const struct {
 		const char *s, *why;
 	} bad[] = {
@@ -964,7 +1001,7 @@ static void test_frequencies(void **state)
 		const char *s;
 		double khz;
 	} good[] = {
-		{ "1.2GHz", 1200000 }, { "800MHz", 800000 }, { "2000000kHz", 2000000 },
+		{ "1.2GHz", 1200000 },	     { "800MHz", 800000 },  { "2000000kHz", 2000000 },
 		{ "1200000000Hz", 1200000 }, { "1.2ghz", 1200000 }, { "3 GHz", 3000000 },
 		{ "1.0000004GHz", 1000000 }, { "1500Hz", 2 },
 	};
@@ -996,8 +1033,8 @@ static void test_percentiles(void **state)
 	static const struct {
 		const char *s;
 		double v;
-	} good[] = { { "99", 0.99 }, { "99.9", 0.999 }, { "p99", 0.99 }, { "P50", 0.5 },
-		     { "1", 0.01 }, { "99.999", 0.99999 } };
+	} good[] = { { "99", 0.99 }, { "99.9", 0.999 }, { "p99", 0.99 },
+		     { "P50", 0.5 }, { "1", 0.01 },	{ "99.999", 0.99999 } };
 	static const struct {
 		const char *s, *why;
 	} bad[] = {
@@ -1062,8 +1099,15 @@ static void test_sizes(void **state)
 		const char *s;
 		uint64_t bytes;
 	} good[] = {
-		{ "0", 0 }, { "4096", 4096 }, { "100B", 100 }, { "512K", 512 << 10 }, { "512k", 512 << 10 },
-		{ "16M", 16 << 20 }, { "16 M", 16 << 20 }, { "1.5G", 3ULL << 29 }, { "2T", 2ULL << 40 },
+		{ "0", 0 },
+		{ "4096", 4096 },
+		{ "100B", 100 },
+		{ "512K", 512 << 10 },
+		{ "512k", 512 << 10 },
+		{ "16M", 16 << 20 },
+		{ "16 M", 16 << 20 },
+		{ "1.5G", 3ULL << 29 },
+		{ "2T", 2ULL << 40 },
 		{ "0.5K", 512 },
 	};
 	static const struct {
@@ -1080,8 +1124,10 @@ static void test_sizes(void **state)
 	static const struct {
 		uint64_t bytes;
 		const char *s;
-	} shown[] = { { 0, "0" }, { 1000, "1000" }, { 1024, "1K" }, { 1536 << 10, "1536K" },
-		      { 16 << 20, "16M" }, { 1ULL << 30, "1G" }, { 5ULL << 40, "5T" }, { 1ULL << 50, "1024T" } };
+	} shown[] = { { 0, "0" },	    { 1000, "1000" },
+		      { 1024, "1K" },	    { 1536 << 10, "1536K" },
+		      { 16 << 20, "16M" },  { 1ULL << 30, "1G" },
+		      { 5ULL << 40, "5T" }, { 1ULL << 50, "1024T" } };
 	char why[VALUE_WHY_MAX], buf[32];
 	uint64_t b;
 
@@ -1112,7 +1158,8 @@ static void test_config_max_size(void **state)
 		{ "1K", 1024, NULL },
 		{ "0", 0, NULL },
 		{ "infinity", 0, NULL },
-		{ "1000", 0, "tw.conf:2: DecisionLogMaxSize=1000: below the minimum of 1K (0 or infinity: no limit)" },
+		{ "1000", 0,
+		  "tw.conf:2: DecisionLogMaxSize=1000: below the minimum of 1K (0 or infinity: no limit)" },
 		{ "lots", 0, "tw.conf:2: DecisionLogMaxSize=lots: expected a size, e.g. 16M" },
 	};
 	char text[128], buf[512];
@@ -1131,12 +1178,14 @@ static void test_config_max_size(void **state)
 			assert_int_equal(config_load("tw.conf", &c, &errs), 0);
 			assert_true(c->decision_log_max_size == cases[i].bytes);
 			config_describe(c, buf, sizeof(buf));
-			assert_non_null(strstr(buf, c->decision_log_max_size ? "(max " : "(max infinity)"));
+			assert_non_null(
+				strstr(buf, c->decision_log_max_size ? "(max " : "(max infinity)"));
 			config_free(c);
 		} else {
 			assert_int_equal(config_load("tw.conf", &c, &errs), -EINVAL);
 			assert_int_equal(errs.n, 1);
-			snprintf(buf, sizeof(buf), "%s:%u: %s", errs.v[0].file, errs.v[0].line, errs.v[0].msg);
+			snprintf(buf, sizeof(buf), "%s:%u: %s", errs.v[0].file, errs.v[0].line,
+				 errs.v[0].msg);
 			assert_string_equal(buf, cases[i].err);
 		}
 		policy_errors_clear(&errs);
@@ -1158,9 +1207,9 @@ static void test_ranges(void **state)
 		double lo, hi;
 	} good[] = {
 		{ "10..1000", &weight, 10, 1000 }, { " 10 .. 1000 ", &weight, 10, 1000 },
-		{ "100", &weight, 100, 100 }, { "1..1", &weight, 1, 1 },
+		{ "100", &weight, 100, 100 },	   { "1..1", &weight, 1, 1 },
 		{ "1..10000", &weight, 1, 10000 }, { "1%..max", &pct, 0.01, INFINITY },
-		{ "1%", &pct, 0.01, 0.01 }, { "100000%..max", &pct, 1000, INFINITY },
+		{ "1%", &pct, 0.01, 0.01 },	   { "100000%..max", &pct, 1000, INFINITY },
 	};
 	static const struct {
 		const char *s;
@@ -1177,7 +1226,8 @@ static void test_ranges(void **state)
 		{ "0..10", &weight, "0 is below the minimum of 1" },
 		{ "10..10001", &weight, "10001 is above the maximum of 10000" },
 		{ "10..max", &weight, "'max' is not allowed here; give a number" },
-		{ "max", &pct, "'max' is allowed only as the upper bound of a range, e.g. LOW..max" },
+		{ "max", &pct,
+		  "'max' is allowed only as the upper bound of a range, e.g. LOW..max" },
 		{ "max..max", &pct, "'max' is allowed only as the upper bound of a range" },
 		{ "0.99%..max", &pct, "0.99% is below the minimum of 1%" },
 		{ "1%..100001%", &pct, "100001% is above the maximum of 100000%" },
@@ -1251,14 +1301,10 @@ int main(void)
 		cmocka_unit_test(test_examples),
 	};
 	const struct CMUnitTest unit_tests[] = {
-		cmocka_unit_test(test_durations),
-		cmocka_unit_test(test_sizes),
-		cmocka_unit_test(test_percents),
-		cmocka_unit_test(test_frequencies),
-		cmocka_unit_test(test_percentiles),
-		cmocka_unit_test(test_integers_and_booleans),
-		cmocka_unit_test(test_ranges),
-		cmocka_unit_test(test_formats),
+		cmocka_unit_test(test_durations),   cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_percents),    cmocka_unit_test(test_frequencies),
+		cmocka_unit_test(test_percentiles), cmocka_unit_test(test_integers_and_booleans),
+		cmocka_unit_test(test_ranges),	    cmocka_unit_test(test_formats),
 	};
 	int failed = 0;
 
@@ -1272,10 +1318,10 @@ int main(void)
 			.teardown_func = case_teardown,
 			.initial_state = (void *)&file_cases[i],
 		};
-	failed += cmocka_run_group_tests_name("policy and config files", file_tests,
-					      group_setup, group_teardown);
-	failed += cmocka_run_group_tests_name("policy and config, other", other_tests,
-					      group_setup, group_teardown);
+	failed += cmocka_run_group_tests_name("policy and config files", file_tests, group_setup,
+					      group_teardown);
+	failed += cmocka_run_group_tests_name("policy and config, other", other_tests, group_setup,
+					      group_teardown);
 	failed += cmocka_run_group_tests_name("units", unit_tests, NULL, NULL);
 	return failed ? 1 : 0;
 }

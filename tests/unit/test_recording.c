@@ -44,8 +44,13 @@ static void path_of(char *buf, size_t len, const char *name)
 }
 
 static const struct rec_header header = {
-	.version = "0.1.0", .host = "testhost", .kernel = "6.18 test", .sensing_mode = "arrival",
-	.period_ns = 500000000ULL, .contention = true, .started = 1700000000.25,
+	.version = "0.1.0",
+	.host = "testhost",
+	.kernel = "6.18 test",
+	.sensing_mode = "arrival",
+	.period_ns = 500000000ULL,
+	.contention = true,
+	.started = 1700000000.25,
 };
 
 /*
@@ -55,8 +60,11 @@ static const struct rec_header header = {
  */
 static struct json_object *make_tick_as(unsigned i, bool old)
 {
-	struct qos_sample q = { .cgroup_id = 4242, .interval_s = 0.1 + 0.2, .requests = 1000 + i,
-				.bytes_in = 12345, .conns_open = -1 };
+	struct qos_sample q = { .cgroup_id = 4242,
+				.interval_s = 0.1 + 0.2,
+				.requests = 1000 + i,
+				.bytes_in = 12345,
+				.conns_open = -1 };
 	struct contention_sample c = { .cgroup_id = 4242, .interval_s = 0.1 + 0.2 };
 	double knob[KNOB_MAX] = { INFINITY, 100, NAN, NAN };
 	struct json_object *a = json_object_new_array();
@@ -186,8 +194,8 @@ static void test_round_trip(void **state)
 		assert_true(g->q.phase[TW_PHASE_SENDING].count[hist_bucket(900000)] == 2);
 		assert_true(g->q.phase_ns[TW_PHASE_SERVICE] == 100000ULL * (7 + i) + 4000000 + 1);
 		assert_true(g->q.phase_ns[TW_PHASE_SENDING] == 1800000 + 3);
-		assert_true(g->q.span_ns == g->q.phase_ns[0] + g->q.phase_ns[1] + g->q.phase_ns[2] +
-						(1ULL << 40));
+		assert_true(g->q.span_ns ==
+			    g->q.phase_ns[0] + g->q.phase_ns[1] + g->q.phase_ns[2] + (1ULL << 40));
 		rec_tick_clear(&t);
 	}
 	assert_int_equal(rec_next(rd, &t, err, sizeof(err)), 0);
@@ -448,12 +456,9 @@ static void test_rotation(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_no_phases),
-		cmocka_unit_test(test_truncated),
-		cmocka_unit_test(test_corrupt_gzip),
-		cmocka_unit_test(test_bad_lines),
-		cmocka_unit_test(test_rotation),
+		cmocka_unit_test(test_round_trip), cmocka_unit_test(test_no_phases),
+		cmocka_unit_test(test_truncated),  cmocka_unit_test(test_corrupt_gzip),
+		cmocka_unit_test(test_bad_lines),  cmocka_unit_test(test_rotation),
 	};
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

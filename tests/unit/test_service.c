@@ -33,10 +33,15 @@ static int setup(void **state)
 
 	if (!f)
 		return -1;
-	f->pol[0] = (struct policy){ .name = (char *)"web", .cgroup = (char *)"/web",
-				     .klass = POLICY_LATENCY_CRITICAL, .percentile = 0.99,
-				     .target_ns = 2 * MS, .min_requests = 10, .window_ns = 2 * SEC };
-	f->pol[1] = (struct policy){ .name = (char *)"batch", .cgroup = (char *)"/batch",
+	f->pol[0] = (struct policy){ .name = (char *)"web",
+				     .cgroup = (char *)"/web",
+				     .klass = POLICY_LATENCY_CRITICAL,
+				     .percentile = 0.99,
+				     .target_ns = 2 * MS,
+				     .min_requests = 10,
+				     .window_ns = 2 * SEC };
+	f->pol[1] = (struct policy){ .name = (char *)"batch",
+				     .cgroup = (char *)"/batch",
 				     .klass = POLICY_BEST_EFFORT,
 				     .cpu_weight = { .lo = 10, .hi = 100, .set = true } };
 	f->set.v = f->pol;
