@@ -561,7 +561,7 @@ def test_log_rotation():
     with tw.Session(("unified", "cpu", "cpuacct"), tag="logrot") as sess:
         rig, _, bursts = busy_rig(sess, "logrot", factor=1.5)
         try:
-            rig.write_config(tag="logrot")
+            rig.write_config(tag="logrot", be_extra="Weights=reactive")  # a stream of decisions
             add_config(rig, "DecisionLogMaxSize=1K\n")
             orig = rig.knob_files()
             log, old = rig.decisions, rig.decisions + ".1"
@@ -638,7 +638,7 @@ def test_log_full():
     with tw.Session(("unified", "cpu", "cpuacct"), tag="logfull") as sess:
         rig, _, bursts = busy_rig(sess, "logfull", factor=1.5)
         try:
-            rig.write_config(tag="logfull")
+            rig.write_config(tag="logfull", be_extra="Weights=reactive")  # a stream of decisions
             mnt = sess.tmpdir("logfull-mnt")
             log = os.path.join(mnt, "decisions.jsonl")
             text = colo.readf(rig.conf).replace("DecisionLog=%s\n" % rig.decisions, "DecisionLog=%s\n" % log)
