@@ -71,29 +71,11 @@ void manager_report_action(struct manager *m, struct service_rt *s, const struct
 		report_action(m->report, rs, a, m->o.dry_run, applied, err);
 }
 
-static const struct policy_range *hook_range(const struct policy *p, enum action_knob k)
-{
-	switch (k) {
-	case KNOB_CPU_QUOTA:
-		return &p->cpu_quota;
-	case KNOB_CPU_WEIGHT:
-		return &p->cpu_weight;
-	case KNOB_IO_WEIGHT:
-		return &p->io_weight;
-	case KNOB_CPU_FREQ:
-		return &p->cpu_freq_khz;
-	case KNOB_SCHED_SLICE:
-		return &p->slice_ns;
-	default:
-		return NULL;
-	}
-}
-
 static void hook_knobs(struct manager *m, struct service_rt *s, struct report_service *rs)
 {
 	for (int k = 0; k < KNOB_MAX; k++) {
 		struct report_knob *kn = &rs->knobs[k];
-		const struct policy_range *range = hook_range(s->sv.p, k);
+		const struct policy_range *range = policy_range_of(s->sv.p, k);
 		double v = NAN;
 
 		if (k == KNOB_SCHED_SLICE && s->sv.cgid && manager_slice_used(m, s))

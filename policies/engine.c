@@ -272,24 +272,6 @@ static void fmt_value(char *buf, size_t len, enum action_knob k, double v)
 	action_format_value(buf, len, k, v, 4);
 }
 
-static const struct policy_range *range_of(const struct policy *p, enum action_knob k)
-{
-	switch (k) {
-	case KNOB_CPU_QUOTA:
-		return &p->cpu_quota;
-	case KNOB_CPU_WEIGHT:
-		return &p->cpu_weight;
-	case KNOB_IO_WEIGHT:
-		return &p->io_weight;
-	case KNOB_CPU_FREQ:
-		return &p->cpu_freq_khz;
-	case KNOB_SCHED_SLICE:
-		return &p->slice_ns;
-	default:
-		return NULL;
-	}
-}
-
 /* Smallest step worth writing: one unit of the knob's file. */
 static double knob_unit(enum action_knob k)
 {
@@ -317,7 +299,7 @@ static double clamp_range(const struct policy_range *r, double v)
 /* Is the knob ours to move this tick? */
 static bool movable(const struct engine *e, size_t i, enum action_knob k)
 {
-	const struct policy_range *r = range_of(&e->set->v[i], k);
+	const struct policy_range *r = policy_range_of(&e->set->v[i], k);
 	const struct knob_mem *m;
 
 	/* No range: not a knob kind (k >= KNOB_MAX), so k must not index k[]. */
@@ -425,7 +407,7 @@ static void observe(struct engine *e, size_t i, const struct engine_input *in, u
 	if (!(s->io_usage < BE_IO_IDLE))
 		s->io_busy_ns = now;
 	for (int k = 0; k < KNOB_MAX; k++) {
-		const struct policy_range *r = range_of(p, k);
+		const struct policy_range *r = policy_range_of(p, k);
 		struct knob_mem *m = &s->k[k];
 		double v = in->knob[k];
 
@@ -626,7 +608,7 @@ static void hold_floor(struct tick *t, size_t b, size_t driver)
 {
 	for (size_t j = 0; j < N_FLOOR_KNOBS; j++) {
 		enum action_knob k = floor_knobs[j];
-		const struct policy_range *r = range_of(&t->e->set->v[b], k);
+		const struct policy_range *r = policy_range_of(&t->e->set->v[b], k);
 		struct knob_mem *m = &t->e->s[b].k[k];
 
 		if (!held(t->e, b, k) || !movable(t->e, b, k) || !(m->now > r->lo) ||
@@ -691,7 +673,7 @@ static bool lc_idle(const struct engine *e, uint64_t now)
 static void cut(struct tick *t, size_t b, enum action_knob k, size_t driver, const char *why,
 		double part, const char *share)
 {
-	const struct policy_range *r = range_of(&t->e->set->v[b], k);
+	const struct policy_range *r = policy_range_of(&t->e->set->v[b], k);
 	struct knob_mem *m = &t->e->s[b].k[k];
 	double usage = t->e->s[b].usage, base = m->now, v, factor;
 	char basis[64] = "", lo[24], hurt[80] = "", scaled[48] = "";
@@ -921,7 +903,7 @@ static void cut_neighbour(struct tick *t, size_t b)
 /* Step a BE knob we cut back up towards its home; true if it moved. */
 static bool give_back(struct tick *t, size_t b, enum action_knob k, size_t driver, uint64_t window)
 {
-	const struct policy_range *r = range_of(&t->e->set->v[b], k);
+	const struct policy_range *r = policy_range_of(&t->e->set->v[b], k);
 	struct knob_mem *m = &t->e->s[b].k[k];
 	double top, step, v;
 	char span[48], cap[80] = "", rule[32];
@@ -999,7 +981,7 @@ static int all_slack(const struct engine *e, uint64_t *window)
  */
 static void raise_own(struct tick *t, size_t i, enum action_knob k, const char *rule)
 {
-	const struct policy_range *r = range_of(&t->e->set->v[i], k);
+	const struct policy_range *r = policy_range_of(&t->e->set->v[i], k);
 	struct knob_mem *m = &t->e->s[i].k[k];
 	double v;
 
@@ -1020,7 +1002,7 @@ static void raise_own(struct tick *t, size_t i, enum action_knob k, const char *
  */
 static void lower_own(struct tick *t, size_t i, enum action_knob k)
 {
-	const struct policy_range *r = range_of(&t->e->set->v[i], k);
+	const struct policy_range *r = policy_range_of(&t->e->set->v[i], k);
 	struct knob_mem *m = &t->e->s[i].k[k];
 	double top, bottom, v;
 

@@ -742,6 +742,24 @@ static void format_slice(double ns, char *buf, size_t len)
 	value_format_duration((uint64_t)ns, buf, len);
 }
 
+const struct policy_range *policy_range_of(const struct policy *p, enum action_knob k)
+{
+	switch (k) {
+	case KNOB_CPU_QUOTA:
+		return &p->cpu_quota;
+	case KNOB_CPU_WEIGHT:
+		return &p->cpu_weight;
+	case KNOB_IO_WEIGHT:
+		return &p->io_weight;
+	case KNOB_CPU_FREQ:
+		return &p->cpu_freq_khz;
+	case KNOB_SCHED_SLICE:
+		return &p->slice_ns;
+	default:
+		return NULL;
+	}
+}
+
 int policy_describe(const struct policy *p, char *buf, size_t len)
 {
 	struct sbuf sb = { buf, len, 0 };

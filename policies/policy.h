@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "policies/action.h"
 #include "policies/ini.h" /* struct policy_errors */
 
 enum policy_class {
@@ -71,6 +72,8 @@ void policy_set_free(struct policy_set *s);
  * p99 <= 2ms (window 2s, min 200 requests); limits: CPUWeight 100..1000".
  * snprintf's contract.
  */
+/* The [Limits] range of knob k of p (CPUQuota= for the quota ...); NULL for none. */
+const struct policy_range *policy_range_of(const struct policy *p, enum action_knob k);
 int policy_describe(const struct policy *p, char *buf, size_t len);
 
 #endif
