@@ -153,11 +153,19 @@ int knob_slice_thread_start(pid_t tid, uint64_t *start)
 	return 0;
 }
 
-static int read_tids(const char *file, pid_t *tids, size_t max, size_t *n, bool *capped)
+/*
+ * The thread ids listed in FILE, at most MAX, in *TIDS (grown as needed,
+ * the caller frees it): a tick with Slice= reads every thread of the
+ * cgroup, so a cgroup of a few threads costs a few bytes, not the most
+ * a cgroup may have.
+ */
+static int read_tids(const char *file, pid_t **tids, size_t max, size_t *n, bool *capped)
 {
 	FILE *f = fopen(file, "re");
+	size_t cap = 0;
 	long v;
 
+	*tids = NULL;
 	*n = 0;
 	*capped = false;
 	if (!f)
@@ -169,25 +177,40 @@ static int read_tids(const char *file, pid_t *tids, size_t max, size_t *n, bool 
 			*capped = true;
 			break;
 		}
-		tids[(*n)++] = (pid_t)v;
+		if (*n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			pid_t *g;
+
+			if (ncap > max)
+				ncap = max;
+			g = realloc(*tids, ncap * sizeof(**tids));
+			if (!g) {
+				fclose(f);
+				free(*tids);
+				*tids = NULL;
+				*n = 0;
+				return -ENOMEM;
+			}
+			*tids = g;
+			cap = ncap;
+		}
+		(*tids)[(*n)++] = (pid_t)v;
 	}
 	fclose(f);
 	return 0;
 }
 
-int knob_slice_threads(const char *cgroup_base, const char *root, const char *rel, pid_t *tids,
+int knob_slice_threads(const char *cgroup_base, const char *root, const char *rel, pid_t **tids,
 		       size_t max, size_t *n, bool *capped, char *file, size_t filelen)
 {
 	char path[2 * 4096];
-	int r;
 
 	snprintf(path, sizeof(path), "%s%s/cgroup.threads", root, rel);
 	if (access(path, R_OK) < 0)
 		snprintf(path, sizeof(path), "%s/cpu%s/tasks", cgroup_base, rel);
 	if (file && filelen)
 		snprintf(file, filelen, "%s", path);
-	r = read_tids(path, tids, max, n, capped);
-	return r;
+	return read_tids(path, tids, max, n, capped);
 }
 
 /* ---- the backend of Slice= (record.h): one record per cgroup, one entry per thread ---- */
@@ -250,16 +273,16 @@ static int slice_wr(const struct knob_target *t, const struct knob_env *env, str
 	memset(tally, 0, sizeof(*tally));
 	if (ns < KNOB_SLICE_MIN_NS || ns > KNOB_SLICE_MAX_NS)
 		return -ERANGE;
-	tids = calloc(KNOB_SLICE_MAX_THREADS, sizeof(*tids));
-	todo = calloc(KNOB_SLICE_MAX_THREADS, sizeof(*todo));
-	if (!tids || !todo) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = knob_slice_threads(t->cgroup_base, t->root, t->cgroup, tids, KNOB_SLICE_MAX_THREADS,
+	ret = knob_slice_threads(t->cgroup_base, t->root, t->cgroup, &tids, KNOB_SLICE_MAX_THREADS,
 				 &n, &tally->capped, tally->file, sizeof(tally->file));
 	if (ret)
 		goto out;
+	/* At most one new thread per thread listed. */
+	todo = n ? calloc(n, sizeof(*todo)) : NULL;
+	if (n && !todo) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	for (size_t k = 0; k < n; k++) {
 		struct knob_slice_attr at;
 		struct knob_thread *th, *v;

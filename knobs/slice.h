@@ -51,10 +51,11 @@ int knob_slice_thread_start(pid_t tid, uint64_t *start);
 /*
  * The threads of cgroup rel: ROOT/REL/cgroup.threads in the cgroup2
  * hierarchy the daemon follows, else BASE/cpu/REL/tasks (cgroup v1). At
- * most max into tids; *capped when there were more. *file (may be NULL)
- * the file read. 0, -ENOENT (no such cgroup) or -errno.
+ * most max into *tids, an array the caller frees (NULL when none); *capped
+ * when there were more. *file (may be NULL) the file read. 0, -ENOENT (no
+ * such cgroup) or -errno.
  */
-int knob_slice_threads(const char *cgroup_base, const char *root, const char *rel, pid_t *tids,
+int knob_slice_threads(const char *cgroup_base, const char *root, const char *rel, pid_t **tids,
 		       size_t max, size_t *n, bool *capped, char *file, size_t filelen);
 
 /* What a write of the slice backend (knob_backend_slice) did with a cgroup's threads. */
