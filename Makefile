@@ -227,7 +227,7 @@ demo: deps
 FUZZ_SECONDS ?= 600
 FUZZ_SRCS := tests/fuzz/fuzz_policy.c policies/policy.c policies/config.c policies/ini.c policies/value.c \
 	common/log.c
-$(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h common/*.h)
+$(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h common/*.h) tests/fuzz/check.h
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -Wall -Wextra -Werror -I. \
@@ -235,7 +235,7 @@ $(OUTPUT)/fuzz/fuzz_policy: $(FUZZ_SRCS) $(wildcard policies/*.h common/*.h)
 		$(FUZZ_SRCS) -linih -lm -o $@
 
 FUZZ_STATE_SRCS := tests/fuzz/fuzz_state.c $(KNOBS) policies/action.c policies/value.c common/log.c common/fileio.c
-$(OUTPUT)/fuzz/fuzz_state: $(FUZZ_STATE_SRCS) $(wildcard knobs/*.h policies/*.h common/*.h)
+$(OUTPUT)/fuzz/fuzz_state: $(FUZZ_STATE_SRCS) $(wildcard knobs/*.h policies/*.h common/*.h) tests/fuzz/check.h
 	$(call msg,FUZZ-CC,$@)
 	$(Q)mkdir -p $(OUTPUT)/fuzz/corpus-state
 	$(Q)$(CLANG) -g -O1 -std=gnu11 -Wall -Wextra -Werror -I. -I$(OUTPUT) \

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include "policies/config.h"
 #include "policies/policy.h"
+#include "tests/fuzz/check.h"
 
 #define MAX_PARTS 4
 
@@ -29,15 +30,6 @@ struct part {
 };
 
 static FILE *devnull;
-
-#define check(cond)                                                                          \
-	do {                                                                                 \
-		if (!(cond)) {                                                               \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                      \
-			abort();                                                             \
-		}                                                                            \
-	} while (0)
 
 static void part_open(struct part *p)
 {

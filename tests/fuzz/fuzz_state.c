@@ -16,15 +16,7 @@
 #include <string.h>
 #include "knobs/state.h"
 #include "common/log.h"
-
-#define check(cond)                                                                          \
-	do {                                                                                 \
-		if (!(cond)) {                                                               \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, \
-				#cond);                                                      \
-			abort();                                                             \
-		}                                                                            \
-	} while (0)
+#include "tests/fuzz/check.h"
 
 static void walk_record(const struct knob_record *r)
 {
