@@ -148,6 +148,15 @@ def count(rows, dominant=None, cause=None):
     return n
 
 
+def named(rows, signal, dominant=None, cause=None):
+    """Intervals with the verdict (dominant, cause) whose evidence names signal."""
+    return sum(1 for o in rows
+               if (dominant is None or (o.get("diagnosis") or {}).get("dominant") == dominant)
+               and (cause is None or (o.get("diagnosis") or {}).get("cause") == cause)
+               and any(e.get("signal") == signal
+                       for e in ((o.get("diagnosis") or {}).get("evidence") or [])))
+
+
 def verdict_summary(rows):
     out = {}
     for o in rows:
@@ -386,6 +395,10 @@ def test_cpu_interference():
               "latency p99 did not rise: %s" % note)
         check(n >= MIN_VERDICTS, "fewer than %d intervals cpu/interference: %s"
               % (MIN_VERDICTS, note))
+        # The verdict says where inside the request the time went: queued.
+        q = named(pert, "phase.queued_us.p99", "cpu", "interference")
+        check(q >= MIN_VERDICTS, "fewer than %d cpu/interference verdicts name the queued phase "
+              "(%d): %s" % (MIN_VERDICTS, q, note))
         return note
 
 
@@ -432,6 +445,13 @@ def test_load():
         check(bad == 0, "interference blamed on a load increase: %s" % note)
         check(n >= MIN_VERDICTS, "fewer than %d intervals with cause load: %s"
               % (MIN_VERDICTS, note))
+        # A load verdict names the phase that grew (queued behind busy
+        # workers, or service time on a shared CPU).
+        ph_n = sum(1 for o in pert if (o.get("diagnosis") or {}).get("cause") == "load" and any(
+            (e.get("signal") or "").startswith("phase.")
+            for e in (o["diagnosis"].get("evidence") or [])))
+        check(ph_n >= MIN_VERDICTS, "fewer than %d load verdicts name a phase (%d): %s"
+              % (MIN_VERDICTS, ph_n, note))
         return note
 
 
@@ -511,6 +531,10 @@ def test_io_interference():
               % (MIN_VERDICTS, note))
         check(ni >= MIN_VERDICTS, "fewer than %d intervals io/interference: %s"
               % (MIN_VERDICTS, note))
+        # The verdict says where inside the request the time went: service.
+        sv = named(pert, "phase.service_us.p99", "io", "interference")
+        check(sv >= MIN_VERDICTS, "fewer than %d io/interference verdicts name the service phase "
+              "(%d): %s" % (MIN_VERDICTS, sv, note))
         return note
 
 
