@@ -1161,8 +1161,7 @@ static __always_inline void fast_retrans(const struct sock *sk, const struct sk_
 	__u16 segs = 0;
 	__u64 cgid;
 
-	if (BPF_CORE_READ_BITFIELD_PROBED(icsk, icsk_ca_state) == TCP_CA_Loss ||
-	    !in_our_netns(sk))
+	if (BPF_CORE_READ_BITFIELD_PROBED(icsk, icsk_ca_state) == TCP_CA_Loss || !in_our_netns(sk))
 		return;
 	cgid = sock_cgroup(sk);
 	e = cgid ? cg_tcp(cgid) : NULL;
