@@ -1047,8 +1047,9 @@ def flows_lossy(sess):
     in a network namespace; the uploader's cgroup's retransmitted segments,
     summed over top's windows, against nstat's TcpRetransSegs over the same
     time (the whole host's: tailwarden's may be lower by other traffic's,
-    within 5 % + 5, never higher). `tailwarden record` runs beside it, and
-    `replay --json` of that recording says the same count."""
+    within 5 % + 5, never higher); the fast ones against TCPFastRetrans and
+    the timeouts against TCPTimeouts likewise. `tailwarden record` runs
+    beside it, and `replay --json` of that recording says the same count."""
     cli, sink_cg, top_cg = sess.cgroup("uploader"), sess.cgroup("sink"), sess.cgroup("top2")
     ns, addr, how, cleanup = lossy_link(sess, os.getpid() % 200 + 20)
     try:
@@ -1100,6 +1101,17 @@ def flows_lossy(sess):
     check(host - RETRANS_TOL * host - RETRANS_ABS <= got <= host,
           "tailwarden counted %d retransmitted segments, nstat %d (allowed %d..%d)"
           % (got, host, host - RETRANS_TOL * host - RETRANS_ABS, host))
+    # Fast retransmits as the kernel counts them (TCPFastRetrans), and at
+    # most its tail loss probes more; timeouts as its TCPTimeouts, where known.
+    nf, lp = (n1.get(k, 0) - n0.get(k, 0) for k in ("TcpExtTCPFastRetrans",
+                                                   "TcpExtTCPLossProbes"))
+    check(nf - RETRANS_TOL * nf - RETRANS_ABS <= fast <= nf + lp,
+          "tailwarden counted %d fast retransmits, nstat TCPFastRetrans %d (+%d loss probes)"
+          % (fast, nf, lp))
+    if None not in tmo:
+        nt = n1.get("TcpExtTCPTimeouts", 0) - n0.get("TcpExtTCPTimeouts", 0)
+        check(nt - RETRANS_TOL * nt - RETRANS_ABS <= sum(tmo) <= nt,
+              "tailwarden counted %d timeouts, nstat TCPTimeouts %d" % (sum(tmo), nt))
     check(acked >= res["sent"], "%d bytes acked of %d sent" % (acked, res["sent"]))
     pol = os.path.join(d, "policies")
     os.makedirs(pol)
