@@ -106,7 +106,7 @@ struct contention_snapshot;
 
 /*
  * Parse a comma-separated list of signal names (sched, block, vfs, futex,
- * lock, memory, network, tcp_rtt) and the words "default" and "all" into a
+ * lock, memory, network, tcp_rtt, page_faults, tcp_flows) and the words "default" and "all" into a
  * mask. 0 or -EINVAL.
  */
 int contention_signals_parse(const char *list, unsigned *mask);
