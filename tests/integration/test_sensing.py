@@ -1113,6 +1113,11 @@ def flows_lossy(sess):
         check(nt - RETRANS_TOL * nt - RETRANS_ABS <= sum(tmo) <= nt,
               "tailwarden counted %d timeouts, nstat TCPTimeouts %d" % (sum(tmo), nt))
     check(acked >= res["sent"], "%d bytes acked of %d sent" % (acked, res["sent"]))
+    # The network signal counts retransmissions (one per retransmitted buffer,
+    # of one or more segments) at the same tracepoint: some, and no more than
+    # the segments.
+    ev = sum(r.get("tcp_retransmits") or 0 for r in rows)
+    check(0 < ev <= got, "tcp_retransmits %d for %d retransmitted segments" % (ev, got))
     pol = os.path.join(d, "policies")
     os.makedirs(pol)
     with open(os.path.join(pol, "up.policy"), "w") as f:
@@ -1125,8 +1130,8 @@ def flows_lossy(sess):
     rt = (summ["services"]["up"].get("tcp") or {}).get("retrans_segs")
     check(rt is not None and host - RETRANS_TOL * host - RETRANS_ABS <= rt <= host,
           "replay of the recording says %s retransmitted segments, nstat %d" % (rt, host))
-    return ("%s: nstat +%d, tailwarden %d (%d fast), replay %d"
-            % (how, host, got, fast, rt))
+    return ("%s: nstat +%d, tailwarden %d (%d fast; %d retransmissions), replay %d"
+            % (how, host, got, fast, ev, rt))
 
 
 @test
