@@ -947,8 +947,232 @@ static __always_inline __u64 sock_cgroup(const struct sock *sk)
 	return sk->sk_cgrp_data.cgroup->kn->id;
 }
 
-SEC("tp_btf/tcp_retransmit_skb")
-int BPF_PROG(ct_tcp_retransmit, const struct sock *sk)
+/* ---- TCP flow figures ------------------------------------------------------ */
+
+#define TCP_ESTABLISHED 1
+#define TCP_CLOSE 7
+#define TCP_LISTEN 10
+#define TCP_CA_Loss 4
+
+/* Load-time settings of the flow figures (CONT_TCP_FLOWS). */
+const volatile bool flows_on = false;
+/* The daemon's network namespace (its inode number): the iterator sees only it. */
+const volatile __u32 flows_netns = 0;
+
+/*
+ * Set by user space: the number of the iterator run about to start (the
+ * live figures are of that run), and, once the first run has learnt where
+ * every socket stood, flows_armed: a socket the iterator never met is then
+ * new since the last run, and all of its life is ours.
+ */
+__u64 flows_gen = 0;
+bool flows_armed = false;
+
+/*
+ * What a socket's cumulative counters stood at when last charged. Socket
+ * storage: found in a few loads, freed with the socket, and only sockets
+ * the iterator met (or that closed) carry one.
+ */
+struct ct_flow {
+	__u64 bytes_acked, bytes_received;
+	__u32 retrans;
+	__u16 rto;
+	__u16 known;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ct_flow);
+} ct_sk_flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct ct_cg_tcp);
+} ct_cg_tcp SEC(".maps");
+
+static __always_inline struct ct_cg_tcp *cg_tcp(__u64 cgid)
+{
+	struct ct_cg_tcp zero = {};
+
+	return cg_entry(&ct_cg_tcp, cgid, &zero, &ct_drops, CT_DROP_CGROUP_FULL);
+}
+
+static __always_inline bool in_our_netns(const struct sock *sk)
+{
+	return sk->__sk_common.skc_net.net->ns.inum == flows_netns;
+}
+
+/*
+ * Charge what tp's cumulative counters grew since s last saw them (all of
+ * them when all and s never saw them) to e, and remember them in s. The
+ * per-socket counters wrap at their width (total_retrans 32 bits,
+ * total_rto 16): differences are taken at that width. total_rto exists
+ * from 6.7; before, timeouts stay 0 and user space says they are unknown.
+ */
+static __always_inline void flow_charge(struct tcp_sock *tp, struct ct_flow *s, bool all,
+					struct ct_cg_tcp *e)
+{
+	__u64 acked = tp->bytes_acked, rcvd = tp->bytes_received;
+	__u32 retrans = tp->total_retrans;
+	__u16 rto = 0;
+	struct ct_flow base = {};
+
+	if (bpf_core_field_exists(tp->total_rto))
+		rto = tp->total_rto;
+	if (s && s->known)
+		base = *s;
+	else if (!all)
+		base = (struct ct_flow){ acked, rcvd, retrans, rto, 1 };
+	if (s) {
+		s->bytes_acked = acked;
+		s->bytes_received = rcvd;
+		s->retrans = retrans;
+		s->rto = rto;
+		s->known = 1;
+	}
+	if (!e)
+		return;
+	if ((__u32)(retrans - base.retrans))
+		__sync_fetch_and_add(&e->retrans_segs, (__u32)(retrans - base.retrans));
+	if ((__u16)(rto - base.rto))
+		__sync_fetch_and_add(&e->timeouts, (__u16)(rto - base.rto));
+	if (acked > base.bytes_acked)
+		__sync_fetch_and_add(&e->bytes_acked, acked - base.bytes_acked);
+	if (rcvd > base.bytes_received)
+		__sync_fetch_and_add(&e->bytes_received, rcvd - base.bytes_received);
+}
+
+static __always_inline void max_of(__u64 *m, __u64 v)
+{
+	if (v > *m)
+		*m = v;
+}
+
+/* A connected socket's window, queue and RTT into its cgroup's live figures. */
+static __always_inline void flow_live(struct tcp_sock *tp, struct ct_cg_tcp *e)
+{
+	__u64 flight, cwnd = tp->snd_cwnd, wnd = tp->rcv_wnd, mss = tp->mss_cache;
+	__u64 srtt = tp->srtt_us >> 3, sndq = (__u32)(tp->write_seq - tp->snd_una);
+	__u32 out = tp->packets_out, left = tp->sacked_out + tp->lost_out;
+
+	/* tcp_packets_in_flight(): sent, less what left the network, plus retransmitted. */
+	flight = (out > left ? out - left : 0) + tp->retrans_out;
+	if (e->gen != flows_gen) {
+		__builtin_memset(&e->sockets, 0, sizeof(*e) - offsetof(struct ct_cg_tcp, sockets));
+		e->gen = flows_gen;
+		e->mss_min = mss;
+	}
+	e->sockets++;
+	e->flight_sum += flight;
+	max_of(&e->flight_max, flight);
+	e->cwnd_sum += cwnd;
+	max_of(&e->cwnd_max, cwnd);
+	e->rcv_wnd_sum += wnd;
+	max_of(&e->rcv_wnd_max, wnd);
+	if (mss < e->mss_min)
+		e->mss_min = mss;
+	max_of(&e->mss_max, mss);
+	e->srtt_sum_us += srtt;
+	max_of(&e->srtt_max_us, srtt);
+	e->sndq_sum += sndq;
+	max_of(&e->sndq_max, sndq);
+}
+
+/*
+ * Once a tick user space runs this over every TCP socket of its network
+ * namespace (the kernel's iterator walks the namespace of the reader).
+ * Time-wait and request sockets are not full sockets (bpf_skc_to_tcp_sock
+ * gives NULL): they have no windows, and their counters were charged when
+ * the full socket went. Listeners move no data. The others, what `ss -t`
+ * lists, give their live figures; all give their counters' growth.
+ */
+SEC("iter/tcp")
+int ct_tcp_iter(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct tcp_sock *tp;
+	struct ct_cg_tcp *e;
+	struct ct_flow *s;
+	__u64 cgid;
+	__u8 state;
+
+	if (!skc)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp)
+		return 0;
+	state = tp->inet_conn.icsk_inet.sk.__sk_common.skc_state;
+	if (state == TCP_LISTEN)
+		return 0;
+	cgid = sock_cgroup((struct sock *)tp);
+	if (!cgid)
+		return 0;
+	e = cg_tcp(cgid);
+	s = bpf_sk_storage_get(&ct_sk_flows, tp, NULL, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!s)
+		drop(CT_DROP_STAMP_FULL);
+	flow_charge(tp, s, flows_armed, e);
+	if (e && state != TCP_CLOSE)
+		flow_live(tp, e);
+	return 0;
+}
+
+/*
+ * A socket going away (tcp_v4_destroy_sock, IPv6 too): what it did since
+ * the iterator last met it, or all its life when it came and went between
+ * two runs. Once per socket, in whatever context frees it.
+ */
+SEC("tp_btf/tcp_destroy_sock")
+int BPF_PROG(ct_tcp_destroy, struct sock *sk)
+{
+	struct tcp_sock *tp;
+	struct ct_flow *s = NULL;
+	__u64 cgid;
+
+	if (!in_our_netns(sk))
+		return 0;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return 0;
+	if (sk->sk_bpf_storage)
+		s = bpf_sk_storage_get(&ct_sk_flows, sk, NULL, 0);
+	if (!s && !flows_armed)
+		return 0;
+	cgid = sock_cgroup(sk);
+	if (cgid)
+		flow_charge(tp, s, true, cg_tcp(cgid));
+	return 0;
+}
+
+/*
+ * A fast retransmit: one sent while the socket is not in loss recovery,
+ * that is not the RTO's doing (what the kernel's TCPFastRetrans counts, and
+ * tail loss probes that resend). Counted in segments, as total_retrans.
+ */
+static __always_inline void fast_retrans(const struct sock *sk, const struct sk_buff *skb)
+{
+	const struct inet_connection_sock *icsk = (const void *)sk;
+	struct ct_cg_tcp *e;
+	__u16 segs = 0;
+	__u64 cgid;
+
+	if (BPF_CORE_READ_BITFIELD_PROBED(icsk, icsk_ca_state) == TCP_CA_Loss || !in_our_netns(sk))
+		return;
+	cgid = sock_cgroup(sk);
+	e = cgid ? cg_tcp(cgid) : NULL;
+	if (!e)
+		return;
+	bpf_probe_read_kernel(&segs, sizeof(segs),
+			      &((struct tcp_skb_cb *)&skb->cb[0])->tcp_gso_segs);
+	__sync_fetch_and_add(&e->fast_retrans_segs, segs ?: 1);
+}
+
+static __always_inline void tcp_retransmitted(const struct sock *sk, const struct sk_buff *skb)
 {
 	struct ct_cg_counters *c;
 	__u64 cgid = sock_cgroup(sk);
@@ -956,6 +1180,23 @@ int BPF_PROG(ct_tcp_retransmit, const struct sock *sk)
 	c = cgid ? cg_counters(cgid) : NULL;
 	if (c)
 		c->tcp_retransmits++;
+	if (flows_on)
+		fast_retrans(sk, skb);
+}
+
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(ct_tcp_retransmit, const struct sock *sk, const struct sk_buff *skb)
+{
+	tcp_retransmitted(sk, skb);
+	return 0;
+}
+
+/* Kernels whose tracepoint also fires for a retransmission that failed (err). */
+SEC("tp_btf/tcp_retransmit_skb")
+int BPF_PROG(ct_tcp_retransmit_err, const struct sock *sk, const struct sk_buff *skb, int err)
+{
+	if (!err)
+		tcp_retransmitted(sk, skb);
 	return 0;
 }
 

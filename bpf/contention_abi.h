@@ -61,4 +61,35 @@ struct ct_cg_hists {
 	__u32 io[HIST_BUCKETS]; /* block request submit -> complete, ns */
 };
 
+/*
+ * TCP flow figures of one cgroup's sockets (the cgroup2 cgroup in the
+ * socket's sk_cgrp_data). Two kinds of field:
+ *
+ * Cumulative since the sensor loaded, closed sockets included: the socket
+ * iterator charges what each socket's own counters grew since its last
+ * visit (remembered in socket storage), tcp_destroy_sock charges the rest
+ * when a socket goes, the retransmit tracepoint counts fast retransmits.
+ * Several CPUs add at once: atomic adds.
+ *
+ * Live, of the sockets the iterator met in its run number gen: sums and
+ * maxima over the cgroup's connected sockets at that moment. Written by
+ * the iterator alone (one thread); an entry whose gen is not the last
+ * run's had no live socket then.
+ */
+struct ct_cg_tcp {
+	__u64 retrans_segs;	 /* tcp_sock.total_retrans: segments retransmitted */
+	__u64 fast_retrans_segs; /* retransmitted outside loss recovery (not after an RTO) */
+	__u64 timeouts;		 /* tcp_sock.total_rto: retransmission timeouts (6.7+) */
+	__u64 bytes_acked;	 /* sent and acknowledged (tcp_sock.bytes_acked) */
+	__u64 bytes_received;	 /* tcp_sock.bytes_received */
+	__u64 gen;		 /* the iterator run the live figures below are of */
+	__u64 sockets;
+	__u64 flight_sum, flight_max;	/* segments in flight (tcp_packets_in_flight) */
+	__u64 cwnd_sum, cwnd_max;	/* snd_cwnd, segments */
+	__u64 rcv_wnd_sum, rcv_wnd_max; /* rcv_wnd, bytes */
+	__u64 mss_min, mss_max;		/* mss_cache, bytes */
+	__u64 srtt_sum_us, srtt_max_us; /* srtt_us >> 3 */
+	__u64 sndq_sum, sndq_max;	/* write_seq - snd_una, bytes */
+};
+
 #endif

@@ -205,6 +205,90 @@ static void contention(FILE *f, const struct report *r)
 	}
 }
 
+/*
+ * TCP flow figures of the cgroup's sockets (contention.h, struct
+ * contention_tcp): counters since start, closed sockets included, and
+ * gauges of the connected sockets at the last tick. A series is left out
+ * where its value is unknown (timeouts before 6.7, MSS and RTT with no
+ * socket).
+ */
+#define TCP_NOW(f) offsetof(struct report_counters, tcp_now.f)
+static const struct {
+	const char *name, *type, *help;
+	size_t off;
+	double scale;
+} tcp_metrics[] = {
+	{ "tailwarden_tcp_retransmitted_segments_total", "counter",
+	  "Segments the cgroup's TCP sockets retransmitted (total_retrans, as ss -ti's retrans:/N).",
+	  offsetof(struct report_counters, tcp_retrans_segs), 1 },
+	{ "tailwarden_tcp_fast_retransmitted_segments_total", "counter",
+	  "Of those, segments retransmitted outside loss recovery (not after a timeout): fast retransmits and loss probes.",
+	  offsetof(struct report_counters, tcp_fast_retrans_segs), 1 },
+	{ "tailwarden_tcp_timeouts_total", "counter",
+	  "Retransmission timeouts of the cgroup's TCP sockets (total_rto; absent before Linux 6.7).",
+	  offsetof(struct report_counters, tcp_timeouts), 1 },
+	{ "tailwarden_tcp_acked_bytes_total", "counter",
+	  "Bytes the cgroup's TCP sockets sent and the peer acknowledged (bytes_acked).",
+	  offsetof(struct report_counters, tcp_bytes_acked), 1 },
+	{ "tailwarden_tcp_received_bytes_total", "counter",
+	  "Bytes the cgroup's TCP sockets received (bytes_received).",
+	  offsetof(struct report_counters, tcp_bytes_received), 1 },
+	{ "tailwarden_tcp_sockets", "gauge",
+	  "Connected TCP sockets of the cgroup at the last tick (what ss -t lists).",
+	  TCP_NOW(sockets), 1 },
+	{ "tailwarden_tcp_flight_segments", "gauge",
+	  "Segments in flight, summed over the cgroup's sockets at the last tick.",
+	  TCP_NOW(flight_sum), 1 },
+	{ "tailwarden_tcp_flight_segments_max", "gauge",
+	  "Segments in flight of the cgroup's busiest socket at the last tick.",
+	  TCP_NOW(flight_max), 1 },
+	{ "tailwarden_tcp_cwnd_segments", "gauge",
+	  "Congestion windows, summed over the cgroup's sockets at the last tick.",
+	  TCP_NOW(cwnd_sum), 1 },
+	{ "tailwarden_tcp_cwnd_segments_max", "gauge",
+	  "The largest congestion window of the cgroup's sockets at the last tick.",
+	  TCP_NOW(cwnd_max), 1 },
+	{ "tailwarden_tcp_receive_window_bytes", "gauge",
+	  "Receive windows, summed over the cgroup's sockets at the last tick.",
+	  TCP_NOW(rcv_wnd_sum), 1 },
+	{ "tailwarden_tcp_receive_window_bytes_max", "gauge",
+	  "The largest receive window of the cgroup's sockets at the last tick.",
+	  TCP_NOW(rcv_wnd_max), 1 },
+	{ "tailwarden_tcp_mss_bytes_min", "gauge",
+	  "The smallest MSS of the cgroup's sockets at the last tick.", TCP_NOW(mss_min), 1 },
+	{ "tailwarden_tcp_mss_bytes_max", "gauge",
+	  "The largest MSS of the cgroup's sockets at the last tick.", TCP_NOW(mss_max), 1 },
+	{ "tailwarden_tcp_srtt_seconds", "gauge",
+	  "Mean smoothed RTT of the cgroup's sockets at the last tick.", TCP_NOW(srtt_mean_us),
+	  1e-6 },
+	{ "tailwarden_tcp_srtt_seconds_max", "gauge",
+	  "The largest smoothed RTT of the cgroup's sockets at the last tick.",
+	  TCP_NOW(srtt_max_us), 1e-6 },
+	{ "tailwarden_tcp_send_queue_bytes", "gauge",
+	  "Bytes written and not yet acknowledged, summed over the cgroup's sockets at the last tick.",
+	  TCP_NOW(sndq_sum), 1 },
+	{ "tailwarden_tcp_send_queue_bytes_max", "gauge",
+	  "The longest send queue of the cgroup's sockets at the last tick, bytes.",
+	  TCP_NOW(sndq_max), 1 },
+};
+#undef TCP_NOW
+
+static void tcp_flows(FILE *f, const struct report *r)
+{
+	for (size_t m = 0; m < sizeof(tcp_metrics) / sizeof(*tcp_metrics); m++) {
+		family(f, tcp_metrics[m].name, tcp_metrics[m].type, tcp_metrics[m].help);
+		for (size_t i = 0; i < r->n_svc; i++) {
+			const struct report_service *s = &r->svc[i];
+			double v = *(const double *)((const char *)&s->c + tcp_metrics[m].off);
+
+			if (!has_cgroup(s) || !s->c.tcp || !isfinite(v))
+				continue;
+			svc_labels(f, tcp_metrics[m].name, s, NULL);
+			value(f, v * tcp_metrics[m].scale);
+		}
+	}
+}
+
 static void requests(FILE *f, const struct report *r)
 {
 	family(f, "tailwarden_requests_total", "counter",
@@ -405,6 +489,7 @@ int expo_render(const struct report *r, const char *version, char **out, size_t 
 	histograms(f, r);
 	phase_histograms(f, r);
 	contention(f, r);
+	tcp_flows(f, r);
 	objectives(f, r);
 	knobs(f, r);
 	actions(f, r);

@@ -189,6 +189,58 @@ static struct json_object *diagnosis_json(const struct diagnosis *d)
 	return o;
 }
 
+/* {sum, max} of a live figure. */
+static struct json_object *sum_max(double sum, double max)
+{
+	struct json_object *o = json_object_new_object();
+
+	if (o) {
+		json_object_object_add(o, "sum", num(sum, "%.0f"));
+		json_object_object_add(o, "max", num(max, "%.0f"));
+	}
+	return o;
+}
+
+/*
+ * The TCP flow figures (contention.h, struct contention_tcp), or null when
+ * they were not gathered: live ones of the connected sockets at the end of
+ * the window, counters of the window.
+ */
+static struct json_object *tcp_json(const struct contention_sample *c)
+{
+	const struct contention_tcp *t = &c->tcp;
+	struct json_object *o, *x;
+
+	if (!c->tcp_on)
+		return NULL;
+	o = json_object_new_object();
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "sockets", num(t->sockets, "%.0f"));
+	json_object_object_add(o, "flight_segs", sum_max(t->flight_sum, t->flight_max));
+	json_object_object_add(o, "cwnd_segs", sum_max(t->cwnd_sum, t->cwnd_max));
+	json_object_object_add(o, "rcv_wnd_bytes", sum_max(t->rcv_wnd_sum, t->rcv_wnd_max));
+	json_object_object_add(o, "send_queue_bytes", sum_max(t->sndq_sum, t->sndq_max));
+	x = json_object_new_object();
+	if (x) {
+		json_object_object_add(x, "min", maybe(t->mss_min, "%.0f"));
+		json_object_object_add(x, "max", maybe(t->mss_max, "%.0f"));
+	}
+	json_object_object_add(o, "mss_bytes", x);
+	x = json_object_new_object();
+	if (x) {
+		json_object_object_add(x, "mean", maybe(t->srtt_mean_us, "%.1f"));
+		json_object_object_add(x, "max", maybe(t->srtt_max_us, "%.0f"));
+	}
+	json_object_object_add(o, "srtt_us", x);
+	json_object_object_add(o, "retrans_segs", num(t->retrans_segs, "%.0f"));
+	json_object_object_add(o, "fast_retrans_segs", num(t->fast_retrans_segs, "%.0f"));
+	json_object_object_add(o, "timeouts", maybe(t->timeouts, "%.0f"));
+	json_object_object_add(o, "bytes_acked", num(t->bytes_acked, "%.0f"));
+	json_object_object_add(o, "bytes_received", num(t->bytes_received, "%.0f"));
+	return o;
+}
+
 void output_contention_json(struct json_object *o, const struct contention_sample *c,
 			    const struct diagnosis *d)
 {
@@ -231,6 +283,7 @@ void output_contention_json(struct json_object *o, const struct contention_sampl
 	json_object_object_add(o, "reclaim_s", maybe(c->reclaim_s, "%.6f"));
 	json_object_object_add(o, "tcp_retransmits", maybe(c->tcp_retransmits, "%.0f"));
 	json_object_object_add(o, "tcp_srtt_us", maybe(c->tcp_srtt_us, "%.1f"));
+	json_object_object_add(o, "tcp", tcp_json(c));
 	psi = json_object_new_object();
 	if (psi) {
 		json_object_object_add(psi, "cpu_some", maybe(c->psi_cpu_some, "%.2f"));

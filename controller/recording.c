@@ -80,7 +80,40 @@ static const struct {
 	CONT_D(reclaim_s),	 CONT_D(tcp_retransmits),	CONT_D(tcp_srtt_us),
 	CONT_D(psi_cpu_some),	 CONT_D(psi_io_some),		CONT_D(psi_memory_some),
 };
+
+#define TCP_D(f)                                       \
+	{                                              \
+#f, offsetof(struct contention_tcp, f) \
+	}
+static const struct {
+	const char *name;
+	size_t off;
+} tcp_double[] = {
+	TCP_D(sockets),	    TCP_D(flight_sum),	   TCP_D(flight_max),	     TCP_D(cwnd_sum),
+	TCP_D(cwnd_max),    TCP_D(rcv_wnd_sum),	   TCP_D(rcv_wnd_max),	     TCP_D(mss_min),
+	TCP_D(mss_max),	    TCP_D(srtt_mean_us),   TCP_D(srtt_max_us),	     TCP_D(sndq_sum),
+	TCP_D(sndq_max),    TCP_D(retrans_segs),   TCP_D(fast_retrans_segs), TCP_D(timeouts),
+	TCP_D(bytes_acked), TCP_D(bytes_received),
+};
 #define N(a) (sizeof(a) / sizeof(*(a)))
+
+/*
+ * The TCP flow figures, each exact (null: unknown), or null when they were
+ * not gathered. Recordings made before them have no "tcp": not gathered.
+ */
+static struct json_object *tcp_raw_json(const struct contention_sample *c)
+{
+	struct json_object *o;
+
+	if (!c->tcp_on)
+		return NULL;
+	o = json_object_new_object();
+	for (size_t i = 0; o && i < N(tcp_double); i++)
+		json_object_object_add(
+			o, tcp_double[i].name,
+			exact(*(const double *)((const char *)&c->tcp + tcp_double[i].off)));
+	return o;
+}
 
 /*
  * The phases: span_ns, and per phase its sum (ns) and histogram, or null
@@ -134,6 +167,7 @@ static struct json_object *raw_json(const struct qos_sample *q, const struct con
 	if (co) {
 		json_object_object_add(co, "runq", hist_json(&c->runq));
 		json_object_object_add(co, "io", hist_json(&c->io));
+		json_object_object_add(co, "tcp", tcp_raw_json(c));
 	}
 	json_object_object_add(o, "contention", co);
 	return o;
@@ -399,6 +433,26 @@ static int parse_phases(struct json_object *raw, struct qos_sample *q, const cha
 	return 0;
 }
 
+/* raw.contention.tcp, if there (older recordings have none: not gathered). */
+static int parse_tcp(struct json_object *co, struct contention_sample *c, const char **why)
+{
+	struct json_object *o;
+
+	*why = "raw.contention.tcp";
+	if (!json_object_object_get_ex(co, "tcp", &o) || !o)
+		return 0;
+	if (!json_object_is_type(o, json_type_object))
+		return -EINVAL;
+	for (size_t i = 0; i < N(tcp_double); i++) {
+		*why = tcp_double[i].name;
+		if (get_exact(o, tcp_double[i].name,
+			      (double *)((char *)&c->tcp + tcp_double[i].off)))
+			return -EINVAL;
+	}
+	c->tcp_on = true;
+	return 0;
+}
+
 /* Sets *why to the key at fault. */
 static int parse_cgroup(struct json_object *o, struct rec_cgroup *g, const char **why)
 {
@@ -470,6 +524,8 @@ static int parse_cgroup(struct json_object *o, struct rec_cgroup *g, const char 
 			return -EINVAL;
 		*why = "raw.contention.io";
 		if (get_hist(c, "io", &g->c.io))
+			return -EINVAL;
+		if (parse_tcp(c, &g->c, why))
 			return -EINVAL;
 	}
 	*why = "knobs";

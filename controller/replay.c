@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "controller/commands.h"
 #include "controller/daemon.h"
+#include "controller/output.h"
 #include "controller/recording.h"
 #include "controller/service.h"
 #include "policies/action.h"
@@ -33,6 +34,10 @@ struct rsvc {
 	/* summary */
 	uint64_t windows, over, present, throttled;
 	uint64_t changes[KNOB_MAX];
+	/* TCP flow figures over the ticks that have them (tcp_ticks) */
+	uint64_t tcp_ticks;
+	double retrans, fast_retrans, timeouts; /* timeouts NAN once a tick did not know them */
+	double srtt_max_us, sndq_max;
 };
 
 struct replay {
@@ -124,6 +129,39 @@ static void print_decision(struct replay *rp, const struct rec_tick *t, const st
 	       a->reason);
 }
 
+/* A tick's TCP flow figures into the service's summary. */
+static void tcp_count(struct rsvc *s, const struct contention_tcp *t)
+{
+	if (!s->tcp_ticks++)
+		s->srtt_max_us = s->sndq_max = s->retrans = s->fast_retrans = s->timeouts = 0;
+	s->retrans += t->retrans_segs;
+	s->fast_retrans += t->fast_retrans_segs;
+	s->timeouts += t->timeouts; /* NAN sticks */
+	if (t->srtt_max_us > s->srtt_max_us)
+		s->srtt_max_us = t->srtt_max_us;
+	if (t->sndq_max > s->sndq_max)
+		s->sndq_max = t->sndq_max;
+}
+
+/* {retrans_segs, fast_retrans_segs, timeouts, srtt_max_us, send_queue_max_bytes}, or null. */
+static struct json_object *tcp_json(const struct rsvc *s)
+{
+	struct json_object *o;
+
+	if (!s->tcp_ticks)
+		return NULL;
+	o = json_object_new_object();
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "retrans_segs", json_object_new_uint64(s->retrans));
+	json_object_object_add(o, "fast_retrans_segs", json_object_new_uint64(s->fast_retrans));
+	json_object_object_add(o, "timeouts",
+			       isnan(s->timeouts) ? NULL : json_object_new_uint64(s->timeouts));
+	json_object_object_add(o, "srtt_max_us", json_object_new_uint64(s->srtt_max_us));
+	json_object_object_add(o, "send_queue_max_bytes", json_object_new_uint64(s->sndq_max));
+	return o;
+}
+
 /* This tick's recorded cgroup of service i: its life and its engine input. */
 static int replay_service(struct replay *rp, const struct rec_tick *t, size_t i,
 			  struct engine_input *in)
@@ -154,6 +192,8 @@ static int replay_service(struct replay *rp, const struct rec_tick *t, size_t i,
 	}
 	service_tick(&s->sv, t->index, &g->q, g->have_c ? &g->c : NULL, rp->h.contention,
 		     t->interval_s, in);
+	if (g->have_c && g->c.tcp_on)
+		tcp_count(s, &g->c.tcp);
 	return 0;
 }
 
@@ -257,6 +297,7 @@ static void summary(struct replay *rp, const char *error)
 			json_object_object_add(
 				so, "throttled_s",
 				json_object_new_double_s(s->throttled * period, buf));
+			json_object_object_add(so, "tcp", tcp_json(s));
 			json_object_object_add(sv, s->sv.p->name, so);
 		}
 		json_object_object_add(o, "services", sv);
@@ -292,8 +333,18 @@ static void summary(struct replay *rp, const char *error)
 			       (unsigned long long)s->changes[k]);
 			any = true;
 		}
-		printf("%s; throttled %.3f s of %.3f s\n", any ? "" : " none",
-		       s->throttled * period, s->present * period);
+		printf("%s; throttled %.3f s of %.3f s", any ? "" : " none", s->throttled * period,
+		       s->present * period);
+		if (s->tcp_ticks) {
+			char rtt[32], to[32] = "unknown";
+
+			output_fmt_duration(rtt, sizeof(rtt), s->srtt_max_us * 1e3);
+			if (!isnan(s->timeouts))
+				snprintf(to, sizeof(to), "%.0f", s->timeouts);
+			printf("; tcp: %.0f segment(s) retransmitted (%.0f fast), timeouts %s, srtt up to %s, send queue up to %.0f B",
+			       s->retrans, s->fast_retrans, to, rtt, s->sndq_max);
+		}
+		putchar('\n');
 	}
 }
 

@@ -94,6 +94,17 @@ void report_sample(struct report_service *s, const struct qos_sample *q,
 	add(&s->c.page_faults, c->page_faults);
 	add(&s->c.reclaim_s, c->reclaim_s);
 	add(&s->c.tcp_retransmits, c->tcp_retransmits);
+	if (c->tcp_on) {
+		if (!s->c.tcp)
+			s->c.tcp_timeouts = isnan(c->tcp.timeouts) ? NAN : 0;
+		s->c.tcp = true;
+		add(&s->c.tcp_retrans_segs, c->tcp.retrans_segs);
+		add(&s->c.tcp_fast_retrans_segs, c->tcp.fast_retrans_segs);
+		add(&s->c.tcp_timeouts, c->tcp.timeouts);
+		add(&s->c.tcp_bytes_acked, c->tcp.bytes_acked);
+		add(&s->c.tcp_bytes_received, c->tcp.bytes_received);
+		s->c.tcp_now = c->tcp;
+	}
 	s->c.psi_cpu = c->psi_cpu_some;
 	s->c.psi_io = c->psi_io_some;
 	s->c.psi_memory = c->psi_memory_some;

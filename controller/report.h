@@ -48,6 +48,11 @@ struct report_counters {
 	double runq_s, cpu_usage_s, cpu_throttled_s, io_read_bytes, io_write_bytes;
 	double futex_wait_s, lock_contention_s, page_faults, reclaim_s, tcp_retransmits;
 	double psi_cpu, psi_io, psi_memory; /* avg10, percent (gauges) */
+	/* TCP flow figures: counters since start (timeouts NAN where unknown), the last tick's live ones */
+	bool tcp;
+	double tcp_retrans_segs, tcp_fast_retrans_segs, tcp_timeouts, tcp_bytes_acked;
+	double tcp_bytes_received;
+	struct contention_tcp tcp_now;
 };
 
 struct report_service {

@@ -85,6 +85,7 @@ static void help(void)
 	       "      --no-contention   no contention signals and no diagnosis columns\n"
 	       "      --signals LIST    contention signals to load, comma-separated: sched,\n"
 	       "                        block, vfs, futex, lock, memory, network, tcp_rtt,\n"
+	       "                        tcp_flows,\n"
 	       "                        page_faults, default, all (default: all but futex,\n"
 	       "                        vfs, tcp_rtt and page_faults, which cost every\n"
 	       "                        context switch, syscall, TCP segment, page fault)\n"
@@ -176,7 +177,7 @@ static int parse_args(struct top *t, int argc, char **argv)
 		case 'S':
 			if (contention_signals_parse(optarg, &t->signals)) {
 				log_error(
-					"--signals: '%s' is not a list of sched, block, vfs, futex, lock, memory, network, tcp_rtt, page_faults, default, all",
+					"--signals: '%s' is not a list of sched, block, vfs, futex, lock, memory, network, tcp_rtt, page_faults, tcp_flows, default, all",
 					optarg);
 				return -EINVAL;
 			}

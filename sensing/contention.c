@@ -55,10 +55,12 @@ struct ct_entry {
 	struct ct_cg_counters c;
 	struct ct_cg_hists h;
 	struct ct_cg_runq q; /* summed over CPUs */
+	struct ct_cg_tcp t;
 };
 
 struct contention_snapshot {
 	uint64_t seq;
+	uint64_t flows_gen; /* the socket iterator's run the live figures are of */
 	size_t n;
 	uint64_t drops[CT_DROP_MAX];
 	struct ct_entry *v;
@@ -214,6 +216,26 @@ static int read_runq(struct contention *c, struct contention_snapshot *snap, siz
 	return 0;
 }
 
+/* TCP flow figures: one value per cgroup, shared by all CPUs. */
+static int read_tcp(struct contention *c, struct contention_snapshot *snap, size_t *cap)
+{
+	int fd = bpf_map__fd(c->bpf.skel->maps.ct_cg_tcp);
+	size_t sorted = snap->n;
+	__u64 key, *prev = NULL;
+	struct ct_cg_tcp v;
+	struct ct_entry *e;
+
+	for (; bpf_map_get_next_key(fd, prev, &key) == 0; prev = &key) {
+		if (bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		e = entry_get(snap, sorted, cap, key);
+		if (!e)
+			return -ENOMEM;
+		e->t = v;
+	}
+	return 0;
+}
+
 static int read_maps(struct contention *c, struct contention_snapshot *snap)
 {
 	size_t cap = 0;
@@ -223,6 +245,10 @@ static int read_maps(struct contention *c, struct contention_snapshot *snap)
 	if (!r) {
 		idtab_sort(snap->v, snap->n, sizeof(*snap->v));
 		r = read_runq(c, snap, &cap);
+	}
+	if (!r && (c->bpf.running & CONT_TCP_FLOWS)) {
+		idtab_sort(snap->v, snap->n, sizeof(*snap->v));
+		r = read_tcp(c, snap, &cap);
 	}
 	if (r)
 		return r;
@@ -252,6 +278,9 @@ int contention_read(struct contention *c, struct contention_snapshot **out)
 	snap->seq = ++c->seq;
 	if (c->bpf.skel)
 		r = contention_runq_iter(&c->bpf);
+	if (c->bpf.skel && !r)
+		r = contention_flows_iter(&c->bpf);
+	snap->flows_gen = c->bpf.flows_gen;
 	if (c->bpf.skel && !r)
 		r = read_maps(c, snap);
 	if (r) {
@@ -430,6 +459,38 @@ static void sample_bpf(const struct contention *c, const struct ct_entry *n,
 	}
 }
 
+/*
+ * The flow figures of a window: counters from the two snapshots, live
+ * figures from now's entry when the last iterator run met a socket of
+ * the cgroup (else none: 0 sockets).
+ */
+static void sample_tcp(const struct contention *c, const struct contention_snapshot *now,
+		       const struct ct_entry *n, const struct ct_entry *p, struct contention_tcp *o)
+{
+	const struct ct_cg_tcp *t = &n->t, *q = &p->t;
+	bool live = now && t->gen == now->flows_gen && t->sockets;
+	double k = live ? (double)t->sockets : 0;
+
+	o->sockets = k;
+	o->flight_sum = live ? t->flight_sum : 0;
+	o->flight_max = live ? t->flight_max : 0;
+	o->cwnd_sum = live ? t->cwnd_sum : 0;
+	o->cwnd_max = live ? t->cwnd_max : 0;
+	o->rcv_wnd_sum = live ? t->rcv_wnd_sum : 0;
+	o->rcv_wnd_max = live ? t->rcv_wnd_max : 0;
+	o->sndq_sum = live ? t->sndq_sum : 0;
+	o->sndq_max = live ? t->sndq_max : 0;
+	o->mss_min = live ? t->mss_min : NAN;
+	o->mss_max = live ? t->mss_max : NAN;
+	o->srtt_mean_us = live ? t->srtt_sum_us / k : NAN;
+	o->srtt_max_us = live ? t->srtt_max_us : NAN;
+	o->retrans_segs = grew(t->retrans_segs, q->retrans_segs);
+	o->fast_retrans_segs = grew(t->fast_retrans_segs, q->fast_retrans_segs);
+	o->timeouts = c->bpf.flows_timeouts ? grew(t->timeouts, q->timeouts) : NAN;
+	o->bytes_acked = grew(t->bytes_acked, q->bytes_acked);
+	o->bytes_received = grew(t->bytes_received, q->bytes_received);
+}
+
 int contention_sample(struct contention *c, const struct contention_snapshot *now,
 		      const struct contention_snapshot *prev, uint64_t id, const char *rel,
 		      double interval_s, struct contention_sample *out)
@@ -450,6 +511,9 @@ int contention_sample(struct contention *c, const struct contention_snapshot *no
 	n = snap_find(now, id);
 	p = snap_find(prev, id);
 	sample_bpf(c, n ? n : &zero, p && n ? p : &zero, out);
+	out->tcp_on = c->bpf.running & CONT_TCP_FLOWS;
+	if (out->tcp_on)
+		sample_tcp(c, now, n ? n : &zero, p && n ? p : &zero, &out->tcp);
 	if (!rel)
 		return 0;
 	out->psi_cpu_some = psi_some_avg10(c, rel, "cpu.pressure");
@@ -468,6 +532,11 @@ uint64_t contention_snapshot_id(const struct contention_snapshot *s, size_t i)
 	return s->v[i].id;
 }
 
+uint64_t contention_flows_iter_ns(const struct contention *c)
+{
+	return c->bpf.flows_iter_ns;
+}
+
 void contention_forget(struct contention *c, uint64_t id)
 {
 	struct cpu_hist *h = idtab_find(c->cpu, c->ncpu, sizeof(*c->cpu), id);
@@ -481,4 +550,5 @@ void contention_forget(struct contention *c, uint64_t id)
 	bpf_map_delete_elem(bpf_map__fd(c->bpf.skel->maps.ct_cg_counters), &id);
 	bpf_map_delete_elem(bpf_map__fd(c->bpf.skel->maps.ct_cg_hists), &id);
 	bpf_map_delete_elem(bpf_map__fd(c->bpf.skel->maps.ct_cg_runq), &id);
+	bpf_map_delete_elem(bpf_map__fd(c->bpf.skel->maps.ct_cg_tcp), &id);
 }

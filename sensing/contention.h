@@ -26,7 +26,8 @@ enum contention_signal {
 	CONT_NETWORK = 1 << 6, /* TCP retransmits */
 	CONT_TCP_RTT = 1 << 7, /* TCP smoothed RTT (tcp_probe, every received segment) */
 	CONT_PAGE_FAULTS = 1 << 8, /* user page faults from page_fault_user (x86) */
-	CONT_ALL = (1 << 9) - 1,
+	CONT_TCP_FLOWS = 1 << 9,   /* TCP flow figures (socket iterator once a tick) */
+	CONT_ALL = (1 << 10) - 1,
 };
 
 /*
@@ -43,6 +44,28 @@ struct contention_opts {
 	unsigned signals;	 /* enum contention_signal mask to load */
 	const char *cgroup_base; /* "/sys/fs/cgroup" (tests pass a tree they build) */
 	uint32_t max_cgroups;
+};
+
+/*
+ * TCP flow figures of one cgroup's sockets (CONT_TCP_FLOWS): a socket is
+ * the cgroup's when a task of the cgroup created it (accepted sockets are
+ * the listener's), and only sockets of the daemon's network namespace are
+ * seen. Live figures are of the connected sockets (what `ss -t` lists) at
+ * the end of the window, summed and the largest of one socket; NAN where
+ * there is none (no socket: no RTT). Counters are what the cgroup's sockets
+ * did in the window, sockets that closed in it included; timeouts NAN
+ * before 6.7 (sockets count no RTOs there).
+ */
+struct contention_tcp {
+	double sockets;
+	double flight_sum, flight_max;	 /* segments in flight */
+	double cwnd_sum, cwnd_max;	 /* congestion window, segments */
+	double rcv_wnd_sum, rcv_wnd_max; /* receive window, bytes */
+	double mss_min, mss_max;	 /* bytes */
+	double srtt_mean_us, srtt_max_us;
+	double sndq_sum, sndq_max; /* bytes sent not acknowledged yet, or not sent */
+	double retrans_segs, fast_retrans_segs, timeouts;
+	double bytes_acked, bytes_received;
 };
 
 /*
@@ -72,6 +95,8 @@ struct contention_sample {
 	/* network */
 	double tcp_retransmits;
 	double tcp_srtt_us; /* mean smoothed RTT of the window's samples */
+	bool tcp_on;	    /* the flow figures below were gathered */
+	struct contention_tcp tcp;
 	/* PSI avg10 percentages */
 	double psi_cpu_some, psi_io_some, psi_memory_some;
 };
@@ -81,7 +106,7 @@ struct contention_snapshot;
 
 /*
  * Parse a comma-separated list of signal names (sched, block, vfs, futex,
- * lock, memory, network, tcp_rtt) and the words "default" and "all" into a
+ * lock, memory, network, tcp_rtt, page_faults, tcp_flows) and the words "default" and "all" into a
  * mask. 0 or -EINVAL.
  */
 int contention_signals_parse(const char *list, unsigned *mask);
@@ -125,6 +150,8 @@ void contention_drops(const struct contention_snapshot *now, const struct conten
 /* Number of cgroups in a snapshot (map entries), and the id of the i-th. */
 size_t contention_snapshot_len(const struct contention_snapshot *s);
 uint64_t contention_snapshot_id(const struct contention_snapshot *s, size_t i);
+/* How long the last run of the TCP socket iterator took, ns (0: none ran). */
+uint64_t contention_flows_iter_ns(const struct contention *c);
 /* Forget a cgroup that no longer exists (frees its map entries). */
 void contention_forget(struct contention *c, uint64_t id);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
@@ -28,8 +29,27 @@ struct features {
 	bool sys_enter, sys_exit, task_pt_regs;
 	bool lock_begin, lock_end;
 	bool pf, memcg_reclaim, direct_reclaim;
-	bool sk_cgrp, retrans, probe;
+	bool sk_cgrp, retrans, retrans_err, probe;
+	bool iter_tcp, destroy_sock, total_rto;
 };
+
+/* The tracepoint's arguments, the context pointer not counted; -1 when absent. */
+static int tracepoint_args(const struct btf *btf, const char *name)
+{
+	const struct btf_type *t;
+	char type[128];
+	int id;
+
+	snprintf(type, sizeof(type), "btf_trace_%s", name);
+	id = btf__find_by_name_kind(btf, type, BTF_KIND_TYPEDEF);
+	if (id < 0)
+		return -1;
+	t = btf__type_by_id(btf, btf__resolve_type(btf, btf__type_by_id(btf, id)->type));
+	if (!t || !btf_is_ptr(t))
+		return -1;
+	t = btf__type_by_id(btf, t->type);
+	return t && btf_is_func_proto(t) ? (int)btf_vlen(t) - 1 : -1;
+}
 
 static void probe_features(const struct btf *btf, struct features *f)
 {
@@ -61,6 +81,13 @@ static void probe_features(const struct btf *btf, struct features *f)
 	f->sk_cgrp = bpf_util_has_member(btf, "sock", "sk_cgrp_data");
 	f->retrans = bpf_util_has_tracepoint(btf, "tcp_retransmit_skb");
 	f->probe = bpf_util_has_tracepoint(btf, "tcp_probe");
+	/* 6.13 and later also fire it for a retransmission that failed, and say so. */
+	f->retrans_err = tracepoint_args(btf, "tcp_retransmit_skb") >= 3;
+	/* The TCP socket iterator (5.9+), the socket's end, and its RTO count (6.7+). */
+	f->iter_tcp = btf__find_by_name_kind(btf, "bpf_iter__tcp", BTF_KIND_STRUCT) > 0 &&
+		      bpf_util_has_func(btf, "bpf_iter_tcp");
+	f->destroy_sock = bpf_util_has_tracepoint(btf, "tcp_destroy_sock");
+	f->total_rto = bpf_util_has_member(btf, "tcp_sock", "total_rto");
 }
 
 static void note(struct contention_loaded *c, const char *fmt, ...)
@@ -143,6 +170,16 @@ static unsigned feasible(struct contention_loaded *c, unsigned want, const struc
 		note(c, "tcp_rtt: kernel has no tcp_probe tracepoint");
 	else if (want & CONT_TCP_RTT)
 		ok |= CONT_TCP_RTT;
+	if ((want & CONT_TCP_FLOWS) && !f->sk_cgrp)
+		note(c,
+		     "tcp_flows: sockets carry no cgroup here (CONFIG_SOCK_CGROUP_DATA off), TCP flows cannot be attributed");
+	else if ((want & CONT_TCP_FLOWS) && !f->iter_tcp)
+		note(c, "tcp_flows: kernel has no TCP socket iterator (iter/tcp, 5.9+)");
+	else if ((want & CONT_TCP_FLOWS) && !(f->destroy_sock && f->retrans))
+		note(c,
+		     "tcp_flows: kernel has no tcp_destroy_sock and tcp_retransmit_skb tracepoints");
+	else if (want & CONT_TCP_FLOWS)
+		ok |= CONT_TCP_FLOWS;
 	/* Fallbacks that run, but cost more: worth a word in the log. */
 	if ((ok & CONT_SCHED) && !runq_iter(f))
 		note(c,
@@ -150,10 +187,24 @@ static unsigned feasible(struct contention_loaded *c, unsigned want, const struc
 	if ((ok & CONT_FUTEX) && !(f->sw && f->task_pt_regs))
 		note(c,
 		     "futex: no bpf_task_pt_regs (5.15+), waits come from sys_enter/sys_exit (costs every syscall)");
+	if ((ok & CONT_TCP_FLOWS) && !f->total_rto)
+		note(c,
+		     "tcp_flows: sockets do not count their retransmission timeouts before 6.7 (tcp_sock.total_rto), timeouts are null");
 	return ok;
 }
 
 /* ---- loading ------------------------------------------------------------ */
+
+/*
+ * Our network namespace: the socket iterator walks only the reader's, so
+ * the hooks that see every socket keep to it too. 0 when unknown.
+ */
+static uint32_t netns_inum(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/net", &st) ? 0 : (uint32_t)st.st_ino;
+}
 
 static int configure(struct contention_bpf *skel, unsigned m, const struct features *f,
 		     uint32_t max_cgroups)
@@ -167,6 +218,8 @@ static int configure(struct contention_bpf *skel, unsigned m, const struct featu
 		r = bpf_map__set_max_entries(skel->maps.ct_cg_hists, max_cgroups);
 	if (!r)
 		r = bpf_map__set_max_entries(skel->maps.ct_cg_runq, max_cgroups);
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.ct_cg_tcp, max_cgroups);
 	if (r)
 		return r;
 	futex_switch = (m & CONT_FUTEX) && f->sw && f->task_pt_regs;
@@ -177,6 +230,8 @@ static int configure(struct contention_bpf *skel, unsigned m, const struct featu
 	skel->rodata->futex_switch = futex_switch;
 	skel->rodata->futex_syscalls = (m & CONT_FUTEX) && !futex_switch;
 	skel->rodata->runq_sched_info = f->sched_info;
+	skel->rodata->flows_on = m & CONT_TCP_FLOWS;
+	skel->rodata->flows_netns = netns_inum();
 	bpf_object__for_each_program (p, skel->obj)
 		bpf_program__set_autoload(p, false);
 #define ON(prog, cond) bpf_program__set_autoload(skel->progs.prog, (cond))
@@ -199,7 +254,10 @@ static int configure(struct contention_bpf *skel, unsigned m, const struct featu
 	ON(ct_memcg_reclaim_end, (m & CONT_MEMORY) && f->memcg_reclaim);
 	ON(ct_direct_reclaim_begin, (m & CONT_MEMORY) && f->direct_reclaim);
 	ON(ct_direct_reclaim_end, (m & CONT_MEMORY) && f->direct_reclaim);
-	ON(ct_tcp_retransmit, m & CONT_NETWORK);
+	ON(ct_tcp_retransmit, (m & (CONT_NETWORK | CONT_TCP_FLOWS)) && !f->retrans_err);
+	ON(ct_tcp_retransmit_err, (m & (CONT_NETWORK | CONT_TCP_FLOWS)) && f->retrans_err);
+	ON(ct_tcp_iter, m & CONT_TCP_FLOWS);
+	ON(ct_tcp_destroy, m & CONT_TCP_FLOWS);
 	ON(ct_tcp_probe, m & CONT_TCP_RTT);
 #undef ON
 	return 0;
@@ -248,6 +306,8 @@ static const char *signal_name(unsigned bit)
 		return "tcp_rtt";
 	case CONT_PAGE_FAULTS:
 		return "page_faults";
+	case CONT_TCP_FLOWS:
+		return "tcp_flows";
 	default:
 		return "?";
 	}
@@ -367,6 +427,33 @@ int contention_runq_iter(struct contention_loaded *c)
 	return 0;
 }
 
+int contention_flows_iter(struct contention_loaded *c)
+{
+	uint64_t start = monotonic_ns();
+	char buf[64];
+	ssize_t n;
+	int fd;
+
+	if (!c->skel || !c->skel->links.ct_tcp_iter)
+		return 0;
+	c->skel->bss->flows_gen = ++c->flows_gen;
+	fd = bpf_iter_create(bpf_link__fd(c->skel->links.ct_tcp_iter));
+	if (fd < 0)
+		return -errno;
+	/* As the task iterator: read() runs the program over every socket, then 0. */
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	if (n < 0)
+		return (int)n;
+	/* From now on a socket the iterator never met is new: all its life counts. */
+	c->skel->bss->flows_armed = true;
+	c->flows_iter_ns = monotonic_ns() - start;
+	return 0;
+}
+
 int contention_load(unsigned want, uint32_t max_cgroups, struct contention_loaded *c,
 		    const char **why)
 {
@@ -403,6 +490,14 @@ int contention_load(unsigned want, uint32_t max_cgroups, struct contention_loade
 		bpf_link__destroy(c->skel->links.ct_runq_iter);
 		c->skel->links.ct_runq_iter = NULL;
 		c->running &= ~CONT_SCHED;
+	}
+	c->flows_timeouts = f.total_rto;
+	r = contention_flows_iter(c);
+	if (r) {
+		note(c, "tcp_flows: the TCP socket iterator failed (%s)", strerror(-r));
+		bpf_link__destroy(c->skel->links.ct_tcp_iter);
+		c->skel->links.ct_tcp_iter = NULL;
+		c->running &= ~CONT_TCP_FLOWS;
 	}
 	return 0;
 }

@@ -19,6 +19,8 @@
   syscalls  ns per socket send/recv, per request/response round trip and per
             getppid() from a tight loop
             (tests/bench/syscall_loop.c): untraced, floor, default sensors
+  flows     the TCP socket iterator's time per tick (the flow figures), with
+            the host's sockets and with 1,000 and 10,000 more held open
 Each table prints its targets (issues 10 and 27) beside the figures; the
 targets are nginx's, redis and memcached are measured beside it. The sensors
 are loaded once per section by tests/bench/onoff.c, as `tailwarden top`
@@ -822,8 +824,94 @@ def syscalls(args):
           "counted, as for one small request.")
 
 
+# ---------------------------------------------------------------------------
+# (e) the TCP socket iterator's time per tick
+
+# Holds N/2 loopback connections open, both ends (N sockets), in one process.
+SOCKET_HOLDER = r"""
+import resource, socket, sys
+n = int(sys.argv[1])
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, n + 64)), hard))
+lst = socket.socket()
+lst.bind(("127.0.0.1", 0))
+lst.listen(4096)
+keep = []
+for _ in range(n // 2):
+    keep.append(socket.create_connection(lst.getsockname()))
+    keep.append(lst.accept()[0])
+print("ready", flush=True)
+sys.stdin.read()
+"""
+
+
+def tcp_sockets():
+    """TCP sockets of this network namespace the iterator walks (every state)."""
+    out = subprocess.run(["ss", "-tanH"], capture_output=True, text=True, check=True).stdout
+    return sum(1 for line in out.splitlines() if line.strip())
+
+
+def iter_runs(sw, n):
+    """n ticks of the contention sensor in a row: each socket iterator run, ns."""
+    p = sw.procs["default"]
+    p.stdin.write("flows %d\n" % n)
+    p.stdin.flush()
+    f = p.stdout.readline().split()
+    if not f or f[0] != "flows":
+        raise tw.SetupError("onoff flows: %r: %s" % (f, p.stderr.read()[-500:]))
+    return [int(x) for x in f[1:]]
+
+
+def flows(args):
+    """The iterator's time per tick (one read() of its fd, which runs the
+    program over every socket), with the host's own sockets and with
+    args.flows_sockets more held open in a cgroup: its median over
+    args.flows_ticks ticks, and what each 1,000 sockets add."""
+    rows = []
+    with tw.Session(tag="bench-flows") as sess:
+        cg, topcg = sess.cgroup("sockets"), sess.cgroup("top")
+        sw = Modes(sess, ["default"], topcg)
+        sw.set("default")
+        iter_runs(sw, 3)            # the first runs meet every socket for the first time
+        base = med(iter_runs(sw, args.flows_ticks))
+        if not base:
+            print("\n(e) TCP socket iterator: it does not run on this kernel; skipped")
+            return
+        base_n = tcp_sockets()
+        rows.append(["host's own", "%d" % base_n, "%.1f" % (base / 1e3), "-"])
+        for n in args.flows_sockets:
+            h = sess.spawn([tw.PYTHON, "-c", SOCKET_HOLDER, str(n)], cgroup=cg,
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            if h.stdout.readline().strip() != "ready":
+                raise tw.SetupError("the socket holder did not start")
+            iter_runs(sw, 3)
+            t = med(iter_runs(sw, args.flows_ticks))
+            total = tcp_sockets()
+            h.stdin.close()
+            sess.stop(h)
+            raw_add(args, "flows", {"sockets": total, "ns": t, "base_ns": base, "base_n": base_n})
+            per_k = (t - base) / 1e3 / ((total - base_n) / 1000)
+            rows.append(["+%d held open" % n, "%d" % total, "%.1f" % (t / 1e3), "%.1f" % per_k])
+            RESULTS["flows"] = per_k
+        sw.set("untraced")
+    header = ["sockets", "TCP sockets in all", "us per tick (median)", "us per 1,000 sockets"]
+    table("(e) the TCP socket iterator (flow figures): one run per tick, median of %d ticks"
+          % args.flows_ticks, header, rows)
+    DOCS["flows"] = "\n\n".join([
+        benchdoc.facts(),
+        "`tests/bench/run flows`: the time of one `read()` of the TCP socket iterator's fd "
+        "(`iter/tcp`; it runs the program over every TCP socket of the namespace, listeners, "
+        "time-wait and request sockets included), as the daemon's tick does it, median of %d "
+        "ticks; with the host's own sockets, then with loopback connections held open in a "
+        "cgroup (both ends count). Per 1,000 sockets: the added time over the added sockets."
+        % args.flows_ticks,
+        benchdoc.md_table(header, rows)])
+    print("Once per tick, in the daemon's thread; nothing per packet. The sockets' first "
+          "visits (socket storage\ncreated) are left out: 3 ticks run before the measured ones.")
+
+
 SECTIONS = {"accuracy": accuracy, "overhead": overhead, "run": run_case, "switch": switch,
-            "syscalls": syscalls}
+            "syscalls": syscalls, "flows": flows}
 
 
 def readme_line():
@@ -844,6 +932,9 @@ def readme_line():
     if run and len(run) > 1:
         line += (" Under `tailwarden run`, traffic of a cgroup no policy names costs %.0f ns per "
                  "request." % run[1]["total"])
+    if "flows" in RESULTS:
+        line += (" The TCP flow figures' socket iterator adds %.0f µs per tick per 1,000 sockets."
+                 % RESULTS["flows"])
     return line + (" [How it is measured](docs/benchmarks.md#overhead-measured).")
 
 
@@ -883,6 +974,9 @@ def main():
                     help="syscalls: comma-separated modes, untraced first "
                          "(untraced, floor, default, requests)")
     ap.add_argument("--iterations", type=int, default=40000, help="syscalls: loop length")
+    ap.add_argument("--flows-sockets", default="1000,10000",
+                    help="flows: comma-separated numbers of sockets to hold open")
+    ap.add_argument("--flows-ticks", type=int, default=20, help="flows: ticks measured")
     ap.add_argument("--raw", metavar="FILE",
                     help="write every slot's and run's figures to FILE (JSON), for a second look")
     ap.add_argument("--no-docs", action="store_true",
@@ -890,6 +984,7 @@ def main():
     args = ap.parse_args()
     args.modes = args.modes.split(",")
     args.servers = args.servers.split(",")
+    args.flows_sockets = [int(x) for x in args.flows_sockets.split(",")]
     if args.modes[0] != "untraced" or any(m not in MODES for m in args.modes) or \
             not {"floor", "default"} <= set(args.modes):
         ap.error("--modes: untraced first, then at least floor and default")

@@ -15,8 +15,11 @@
  * line: "on" attaches (and, for the sensors, does a tick's reads half a
  * second later and every second while on: the run-queue iterator and both
  * sensors' maps, as top's tick does; so a one-second slot holds one tick),
- * "off" detaches; each is answered by the same word once done. Exits at
- * end of input, detaching everything.
+ * "off" detaches; each is answered by the same word once done. "flows N"
+ * (sensors, while on) runs the contention sensor's tick N times in a row
+ * and answers "flows" and how long each run of the TCP socket iterator
+ * took, in ns (0: it does not run here). Exits at end of input, detaching
+ * everything.
  */
 #define _GNU_SOURCE
 #include <bpf/libbpf.h>
@@ -98,6 +101,29 @@ static int tick(struct onoff *o)
 	return r;
 }
 
+/* n contention reads in a row: each TCP socket iterator run's time, on one line. */
+static int flows(struct onoff *o, int n)
+{
+	struct contention_snapshot *cs;
+
+	if (!o->cont || !o->on) {
+		fprintf(stderr, "onoff: flows needs the sensors, on\n");
+		return -1;
+	}
+	printf("flows");
+	for (int i = 0; i < n; i++) {
+		if (contention_read(o->cont, &cs)) {
+			fprintf(stderr, "onoff: reading the contention maps failed\n");
+			return -1;
+		}
+		contention_snapshot_free(cs);
+		printf(" %llu", (unsigned long long)contention_flows_iter_ns(o->cont));
+	}
+	printf("\n");
+	fflush(stdout);
+	return 0;
+}
+
 static int open_floor(struct onoff *o, const char *path)
 {
 	o->obj = bpf_object__open_file(path, NULL);
@@ -162,6 +188,11 @@ static int serve(struct onoff *o)
 		if (!fgets(line, sizeof(line), stdin))
 			return 0;
 		line[strcspn(line, "\n")] = 0;
+		if (!strncmp(line, "flows ", 6)) {
+			if (flows(o, atoi(line + 6)))
+				return -1;
+			continue;
+		}
 		if (strcmp(line, "on") && strcmp(line, "off")) {
 			fprintf(stderr, "onoff: unknown command %s\n", line);
 			return -1;

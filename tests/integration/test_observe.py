@@ -347,6 +347,14 @@ def test_endpoint():
                      "tailwarden_tick_duration_seconds", "tailwarden_last_tick_timestamp_seconds"):
             check(metric(m, name) is not None, "/metrics lacks %s" % name)
         check(metric(m, "tailwarden_objective_seconds", service="web") == 0.02, "objective of web")
+        # The TCP flow figures of web's cgroup (nginx's sockets).
+        for name in ("tailwarden_tcp_sockets", "tailwarden_tcp_retransmitted_segments_total",
+                     "tailwarden_tcp_acked_bytes_total", "tailwarden_tcp_received_bytes_total"):
+            v = metric(m, name, service="web")
+            check(v is not None and v >= 0, "%s of web: %r" % (name, v))
+        check("# TYPE tailwarden_tcp_sockets gauge\n" in body and
+              "# TYPE tailwarden_tcp_retransmitted_segments_total counter\n" in body,
+              "/metrics lacks the TCP flow figures' TYPE lines")
         code, body, hdr = http("HEAD", rig.url())
         check(code == 200, "HEAD /metrics: %d" % code)
         for method, path, want in (("GET", "/", 404), ("GET", "/metricsx", 404), ("POST", "/metrics", 405),

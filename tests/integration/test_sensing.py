@@ -14,6 +14,8 @@ is skipped). Prints PASS/FAIL/SKIP per test and ends with
 
 import json
 import os
+import re
+import signal
 import shutil
 import subprocess
 import sys
@@ -798,6 +800,346 @@ def test_phases(sess):
                              slow_reader, "sending", 0.8, 30)
     out.append(line)
     return "; ".join(out)
+
+
+# ---------------------------------------------------------------------------
+# TCP flow figures
+
+FLOWS = os.path.join(tw.SERVERS, "flows.py")
+SS_NUM = {k: re.compile(r"\b%s:(\d+)" % k) for k in
+          ("cwnd", "mss", "unacked", "sacked", "lost", "bytes_acked", "bytes_received")}
+SS_RTT = re.compile(r"\brtt:([\d.]+)/")
+SS_RETRANS = re.compile(r"\bretrans:(\d+)/(\d+)")
+
+
+def ss_sockets(filt):
+    """`ss -tinH state connected FILT`: per socket its Send-Q and what its info
+    line says (cwnd, mss, rtt in us, retransmitted segments in all, segments
+    in flight as tcp_packets_in_flight() counts them, bytes)."""
+    out = subprocess.run(["ss", "-tinH", "state", "connected", filt], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    socks, cur = [], None
+    for line in out:
+        if not line.strip():
+            continue
+        if not line[0].isspace():
+            # State Recv-Q Send-Q Local Peer (the state column: several states asked for).
+            # Time-wait and SYN-RECV entries are not full sockets (no info line):
+            # tailwarden leaves them out too.
+            f = line.split()
+            cur = None
+            if f[0] not in ("TIME-WAIT", "SYN-RECV"):
+                cur = {"state": f[0], "sendq": int(f[2])}
+                socks.append(cur)
+            continue
+        if cur is None:
+            continue
+        for k, rx in SS_NUM.items():
+            m = rx.search(line)
+            cur[k] = int(m.group(1)) if m else 0
+        m = SS_RTT.search(line)
+        cur["rtt_us"] = float(m.group(1)) * 1000 if m else None
+        m = SS_RETRANS.search(line)
+        cur["retrans_out"], cur["retrans"] = (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+        cur["flight"] = max(cur["unacked"] - cur["sacked"] - cur["lost"], 0) + cur["retrans_out"]
+    return socks
+
+
+def ss_figures(socks):
+    """The per-cgroup figures tailwarden reports, computed from ss's sockets."""
+    rtts = [x["rtt_us"] for x in socks if x.get("rtt_us") is not None]
+    return {
+        "sockets": len(socks),
+        "cwnd_sum": sum(x["cwnd"] for x in socks), "cwnd_max": max(x["cwnd"] for x in socks),
+        "sendq_sum": sum(x["sendq"] for x in socks),
+        "sendq_max": max(x["sendq"] for x in socks),
+        "flight_sum": sum(x["flight"] for x in socks),
+        "mss_max": max(x["mss"] for x in socks),
+        "rtt_mean": sum(rtts) / len(rtts) if rtts else None,
+        "retrans": sum(x["retrans"] for x in socks),
+        "bytes_acked": sum(x["bytes_acked"] for x in socks),
+        "bytes_received": sum(x["bytes_received"] for x in socks),
+    }
+
+
+def tw_figures(rows):
+    """The same from top's rows of one cgroup: the last row's live figures,
+    and the counters summed over every row (the run's totals)."""
+    t = rows[-1]["tcp"]
+    return {
+        "sockets": t["sockets"],
+        "cwnd_sum": t["cwnd_segs"]["sum"], "cwnd_max": t["cwnd_segs"]["max"],
+        "sendq_sum": t["send_queue_bytes"]["sum"], "sendq_max": t["send_queue_bytes"]["max"],
+        "flight_sum": t["flight_segs"]["sum"],
+        "mss_max": t["mss_bytes"]["max"],
+        "rtt_mean": t["srtt_us"]["mean"],
+        "retrans": sum(r["tcp"]["retrans_segs"] for r in rows),
+        "bytes_acked": sum(r["tcp"]["bytes_acked"] for r in rows),
+        "bytes_received": sum(r["tcp"]["bytes_received"] for r in rows),
+    }
+
+
+EXACT = ("sockets", "cwnd_sum", "cwnd_max", "sendq_sum", "sendq_max", "flight_sum", "mss_max",
+         "retrans", "bytes_acked", "bytes_received")
+RTT_TOL = 0.2           # srtt mean within 20 % (+ RTT_ABS_US) of ss's
+RTT_ABS_US = 20
+
+
+def flows_rows(top, cg):
+    rows = top.rows(cg)
+    check(rows, "no object for %s" % cg.rel)
+    if any(r.get("tcp", "missing") is None for r in rows):
+        raise Skip("the TCP flow figures are null: %s (this kernel lacks iter/tcp or "
+                   "sk_cgrp_data)" % top.stderr_text()[-300:])
+    for r in rows:
+        t = r.get("tcp")
+        check(isinstance(t, dict) and "retrans_segs" in t and "srtt_us" in t,
+              "%s: tcp malformed: %r" % (cg.rel, t))
+        check(t["fast_retrans_segs"] <= t["retrans_segs"] + 0,
+              "%s: %d fast retransmits of %d retransmits in a window"
+              % (cg.rel, t["fast_retrans_segs"], t["retrans_segs"]))
+    return rows
+
+
+def compare_ss(what, tw_f, ss_f):
+    bad = ["%s %s vs ss %s" % (k, tw_f[k], ss_f[k]) for k in EXACT if tw_f[k] != ss_f[k]]
+    r, s = tw_f["rtt_mean"], ss_f["rtt_mean"]
+    if s is not None and (r is None or abs(r - s) > RTT_TOL * s + RTT_ABS_US):
+        bad.append("srtt mean %s us vs ss %.1f us" % (r, s))
+    return ["%s: %s" % (what, b) for b in bad]
+
+
+def flows_stalled(sess):
+    """nginx sends 8 MiB replies to 6 connections whose client stops reading
+    after 4 KiB (16 KiB receive buffers): the windows close, nginx's send
+    queues fill, and nothing moves. The daemon's figures of each side's
+    cgroup, top's last object against `ss -tinH` run just before and just
+    after it arrived (a tick whose two ss reads differ is skipped): sockets,
+    cwnd, send queue, flight size and MSS equal; srtt mean within 20 % +
+    20 us; retransmits and bytes summed over top's windows equal the live
+    sockets' totals (the sockets were opened after top started). Then the
+    client closes them: 0 sockets, and the totals stay."""
+    web, cli, top_cg = sess.cgroup("web"), sess.cgroup("client"), sess.cgroup("top")
+    srv = sess.nginx(web, cpu=SERVER_CPU, body_size=8 << 20)
+    top = sess.top([web, cli], interval=1, cgroup=top_cg)
+    client = sess.spawn([tw.PYTHON, FLOWS, "stall", "--port", str(srv.port), "--conns", "6",
+                         "--hold", "60"], cgroup=cli, cpu=CLIENT_CPU, stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE, text=True)
+    ready = client.stdout.readline()
+    if '"ready"' not in ready:
+        raise SetupError("stall client: %r" % ready)
+    time.sleep(2)       # the send queues fill, the windows close
+    sides = (("nginx", web, "( sport = :%d )" % srv.port),
+             ("client", cli, "( dport = :%d )" % srv.port))
+    bad, shown = ["no try"], {}
+    for attempt in range(6):
+        before = {n: ss_figures(ss_sockets(f)) for n, _, f in sides}
+        t0 = time.monotonic()
+        top.wait_past(t0, [web, cli])
+        after = {n: ss_figures(ss_sockets(f)) for n, _, f in sides}
+        if before != after:
+            info("flows: the sockets moved between two ss reads; another tick")
+            continue
+        bad = []
+        for n, cg, _ in sides:
+            got = tw_figures(flows_rows(top, cg))
+            shown[n] = (got, after[n])
+            bad += compare_ss(n, got, after[n])
+        if not bad:
+            break
+        info("flows try %d: %s" % (attempt + 1, "; ".join(bad)))
+    for n, (got, ref) in shown.items():
+        info("%s: tailwarden %s" % (n, got))
+        info("%s: ss          %s" % (n, ref))
+    check(not bad, "figures differ from ss -ti's: %s" % "; ".join(bad))
+    check(shown["nginx"][1]["sendq_sum"] > 0, "nginx's send queues are empty: the client read?")
+    totals = {n: shown[n][0] for n in shown}
+    client.stdin.close()        # the client closes its connections
+    closed = client.stdout.readline()
+    check('"closed"' in closed, "stall client: %r" % closed)
+    client.wait(10)
+    top.wait_past(time.monotonic() + 0.2, [web, cli])
+    rc = top.stop()
+    check_top_clean(top, rc)
+    for n, cg, _ in sides:
+        got = tw_figures(flows_rows(top, cg))
+        check(got["sockets"] == 0, "%s: %d sockets after the client closed them"
+              % (n, got["sockets"]))
+        for k in ("bytes_acked", "bytes_received", "retrans"):
+            check(got[k] >= totals[n][k],
+                  "%s: %s went from %d to %d when the sockets closed (closed sockets' counts "
+                  "must stay)" % (n, k, totals[n][k], got[k]))
+    g, r = shown["nginx"]
+    return ("6 stalled connections, nginx: cwnd %d/%d, send queue %d/%d B, srtt %s/%.0f us "
+            "(tailwarden/ss); client: %d/%d B received"
+            % (g["cwnd_sum"], r["cwnd_sum"], g["sendq_sum"], r["sendq_sum"], fmt(g["rtt_mean"]),
+               r["rtt_mean"] or 0, shown["client"][0]["bytes_received"],
+               shown["client"][1]["bytes_received"]))
+
+
+NSTAT = ("TcpRetransSegs", "TcpExtTCPTimeouts", "TcpExtTCPFastRetrans",
+         "TcpExtTCPSlowStartRetrans", "TcpExtTCPLossProbes")
+
+
+def nstat():
+    """The host's counters (absolute, nstat -az) of NSTAT."""
+    out = subprocess.run(["nstat", "-az"] + list(NSTAT), capture_output=True, text=True,
+                         check=True).stdout
+    got = {}
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0] in NSTAT:
+            got[f[0]] = int(f[1])
+    if "TcpRetransSegs" not in got:
+        raise SetupError("nstat printed no TcpRetransSegs: %r" % out)
+    return got
+
+
+RETRANS_TOL = 0.05      # tailwarden's retransmits within 5 % (+ RETRANS_ABS) below nstat's
+RETRANS_ABS = 5
+
+
+def lossy_link(sess, tag):
+    """A veth pair to a network namespace, with loss on the host side's
+    egress: netem loss 5 %, or where the kernel has no sch_netem, a tbf
+    whose queue overflows (20 Mbit/s, 32 KiB). Returns (peer address, what
+    loses, cleanup)."""
+    ns, a, b = "tw-flows-%d" % os.getpid(), "twfa%d" % os.getpid(), "twfb%d" % os.getpid()
+    done = []
+
+    def sh(*argv):
+        return subprocess.run(argv, capture_output=True, text=True)
+
+    def cleanup():
+        sh("ip", "link", "del", a)          # its peer and qdisc go with it
+        sh("ip", "netns", "del", ns)
+
+    try:
+        for argv in (["ip", "netns", "add", ns],
+                     ["ip", "link", "add", a, "type", "veth", "peer", "name", b],
+                     ["ip", "link", "set", b, "netns", ns],
+                     ["ip", "addr", "add", "10.203.%d.1/30" % tag, "dev", a],
+                     ["ip", "link", "set", a, "up"],
+                     ["ip", "-n", ns, "addr", "add", "10.203.%d.2/30" % tag, "dev", b],
+                     ["ip", "-n", ns, "link", "set", b, "up"],
+                     ["ip", "-n", ns, "link", "set", "lo", "up"]):
+            p = sh(*argv)
+            if p.returncode:
+                raise SetupError("%s: %s" % (" ".join(argv), p.stderr.strip()))
+        p = sh("tc", "qdisc", "add", "dev", a, "root", "netem", "loss", "5%")
+        how = "netem loss 5%"
+        if p.returncode:
+            info("netem: %s; a tbf that overflows instead" % p.stderr.strip())
+            p = sh("tc", "qdisc", "add", "dev", a, "root", "tbf", "rate", "20mbit", "burst",
+                   "16kb", "limit", "32kb")
+            how = "no sch_netem in this kernel: tbf 20 Mbit/s, 32 KiB queue"
+            if p.returncode:
+                raise Skip("neither sch_netem nor sch_tbf: %s" % p.stderr.strip())
+        done.append(ns)
+        return ns, "10.203.%d.2" % tag, how, cleanup
+    finally:
+        if not done:
+            cleanup()
+
+
+def flows_lossy(sess):
+    """4 connections upload 2 MiB each through a lossy veth link to a sink
+    in a network namespace; the uploader's cgroup's retransmitted segments,
+    summed over top's windows, against nstat's TcpRetransSegs over the same
+    time (the whole host's: tailwarden's may be lower by other traffic's,
+    within 5 % + 5, never higher); the fast ones against TCPFastRetrans and
+    the timeouts against TCPTimeouts likewise. `tailwarden record` runs
+    beside it, and `replay --json` of that recording says the same count."""
+    cli, sink_cg, top_cg = sess.cgroup("uploader"), sess.cgroup("sink"), sess.cgroup("top2")
+    ns, addr, how, cleanup = lossy_link(sess, os.getpid() % 200 + 20)
+    try:
+        port = 5001
+        sess.spawn(["ip", "netns", "exec", ns, tw.PYTHON, FLOWS, "sink", "--host", addr,
+                    "--port", str(port)], cgroup=sink_cg, cpu=SERVER_CPU)
+        top = sess.top([cli], interval=1, cgroup=top_cg)
+        d = sess.tmpdir("flows")
+        rec = os.path.join(d, "flows.jsonl.gz")
+        recorder = sess.spawn([tw.TAILWARDEN, "record", "--out", rec, "--period", "1s",
+                               "--cgroup", cli.rel], cgroup=top_cg, stderr=subprocess.PIPE,
+                              text=True)
+        for line in recorder.stderr:
+            if "recording to" in line:
+                break
+        else:
+            raise SetupError("tailwarden record did not start")
+        time.sleep(1.2)
+        for _ in range(50):     # the sink listens
+            if subprocess.run(["ip", "netns", "exec", ns, "ss", "-tlnH", "sport = :%d" % port],
+                              capture_output=True, text=True).stdout.strip():
+                break
+            time.sleep(0.1)
+        n0 = nstat()
+        res = tw.ClientRun(sess, [tw.PYTHON, FLOWS, "upload", "--host", addr, "--port", str(port),
+                                  "--conns", "4", "--bytes", str(2 << 20)], cli, CLIENT_CPU,
+                           lambda o: json.loads(o.strip().splitlines()[-1])).start().result(120)
+        time.sleep(0.5)         # the last ACKs and FINs
+        n1 = nstat()
+        top.wait_past(time.monotonic())
+        time.sleep(1.5)         # the recorder's next tick, too
+        sess.stop(recorder, signal.SIGINT, 10)
+        rc = top.stop()
+        check_top_clean(top, rc)
+        rows = flows_rows(top, cli)
+    finally:
+        cleanup()
+    got = sum(r["tcp"]["retrans_segs"] for r in rows)
+    fast = sum(r["tcp"]["fast_retrans_segs"] for r in rows)
+    tmo = [r["tcp"]["timeouts"] for r in rows]
+    acked = sum(r["tcp"]["bytes_acked"] for r in rows)
+    host = n1["TcpRetransSegs"] - n0["TcpRetransSegs"]
+    info("lossy: %s; %s; nstat %s; tailwarden %d retransmitted (%d fast, timeouts %s), "
+         "%d bytes acked" % (how, res, {k: n1.get(k, 0) - n0.get(k, 0) for k in NSTAT}, got,
+                             fast, "unknown" if None in tmo else sum(tmo), acked))
+    if host < 20:
+        raise SetupError("only %d retransmitted segments on the host: the link lost too little"
+                         % host)
+    check(host - RETRANS_TOL * host - RETRANS_ABS <= got <= host,
+          "tailwarden counted %d retransmitted segments, nstat %d (allowed %d..%d)"
+          % (got, host, host - RETRANS_TOL * host - RETRANS_ABS, host))
+    # Fast retransmits as the kernel counts them (TCPFastRetrans), and at
+    # most its tail loss probes more; timeouts as its TCPTimeouts, where known.
+    nf, lp = (n1.get(k, 0) - n0.get(k, 0) for k in ("TcpExtTCPFastRetrans",
+                                                   "TcpExtTCPLossProbes"))
+    check(nf - RETRANS_TOL * nf - RETRANS_ABS <= fast <= nf + lp,
+          "tailwarden counted %d fast retransmits, nstat TCPFastRetrans %d (+%d loss probes)"
+          % (fast, nf, lp))
+    if None not in tmo:
+        nt = n1.get("TcpExtTCPTimeouts", 0) - n0.get("TcpExtTCPTimeouts", 0)
+        check(nt - RETRANS_TOL * nt - RETRANS_ABS <= sum(tmo) <= nt,
+              "tailwarden counted %d timeouts, nstat TCPTimeouts %d" % (sum(tmo), nt))
+    check(acked >= res["sent"], "%d bytes acked of %d sent" % (acked, res["sent"]))
+    # The network signal counts retransmissions (one per retransmitted buffer,
+    # of one or more segments) at the same tracepoint: some, and no more than
+    # the segments.
+    ev = sum(r.get("tcp_retransmits") or 0 for r in rows)
+    check(0 < ev <= got, "tcp_retransmits %d for %d retransmitted segments" % (ev, got))
+    pol = os.path.join(d, "policies")
+    os.makedirs(pol)
+    with open(os.path.join(pol, "up.policy"), "w") as f:
+        f.write("[Service]\nCgroup=%s\nClass=latency-critical\n[Objective]\nPercentile=99\n"
+                "Target=5ms\n" % cli.rel)
+    p = subprocess.run([tw.TAILWARDEN, "replay", rec, "--policies", pol, "--json"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "replay exited %d: %s" % (p.returncode, p.stderr[-300:]))
+    summ = json.loads(p.stdout.strip().splitlines()[-1])["summary"]
+    rt = (summ["services"]["up"].get("tcp") or {}).get("retrans_segs")
+    check(rt is not None and host - RETRANS_TOL * host - RETRANS_ABS <= rt <= host,
+          "replay of the recording says %s retransmitted segments, nstat %d" % (rt, host))
+    return ("%s: nstat +%d, tailwarden %d (%d fast; %d retransmissions), replay %d"
+            % (how, host, got, fast, ev, rt))
+
+
+@test
+def test_flows(sess):
+    """TCP flow figures per cgroup (the socket iterator) against ss -ti and
+    nstat: flows_stalled, then flows_lossy."""
+    need("nginx", "ss", "nstat", "ip", "tc")
+    return flows_stalled(sess) + "; " + flows_lossy(sess)
 
 
 # ---------------------------------------------------------------------------

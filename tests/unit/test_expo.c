@@ -215,6 +215,65 @@ static void test_absent(void **state)
 	report_free(r);
 }
 
+/*
+ * TCP flow figures: counters add up over ticks, gauges are the last tick's
+ * (the RTT in seconds), and unknown figures (timeouts before 6.7, an RTT
+ * with no socket) have no series.
+ */
+static void test_tcp(void **state)
+{
+	struct report *r = report_new(1, false, 1);
+	struct report_service *s = report_service(r, "web");
+	struct contention_sample c = { .tcp_on = true };
+	struct qos_sample q = { 0 };
+	char *text;
+	size_t len;
+
+	(void)state;
+	s->active = true;
+	strcpy(s->cgroup, "/web");
+	c.tcp = (struct contention_tcp){
+		.sockets = 3,
+		.cwnd_sum = 30,
+		.cwnd_max = 10,
+		.srtt_mean_us = 250,
+		.srtt_max_us = 400,
+		.mss_min = NAN,
+		.mss_max = 1448,
+		.retrans_segs = 5,
+		.fast_retrans_segs = 2,
+		.timeouts = NAN,
+		.bytes_acked = 1000,
+		.sndq_max = 77,
+	};
+	report_sample(s, &q, &c);
+	c.tcp.sockets = 2;
+	c.tcp.retrans_segs = 4;
+	report_sample(s, &q, &c);
+	assert_int_equal(expo_render(r, "1", &text, &len), 0);
+	assert_true(has_line(text, "# TYPE tailwarden_tcp_retransmitted_segments_total counter"));
+	assert_true(has_line(text, "# TYPE tailwarden_tcp_sockets gauge"));
+	assert_true(has_line(
+		text,
+		"tailwarden_tcp_retransmitted_segments_total{service=\"web\",cgroup=\"/web\"} 9"));
+	assert_true(has_line(
+		text,
+		"tailwarden_tcp_fast_retransmitted_segments_total{service=\"web\",cgroup=\"/web\"} 4"));
+	assert_true(has_line(
+		text, "tailwarden_tcp_acked_bytes_total{service=\"web\",cgroup=\"/web\"} 2000"));
+	assert_true(has_line(text, "tailwarden_tcp_sockets{service=\"web\",cgroup=\"/web\"} 2"));
+	/* %.17g: 0.00025000000000000001 */
+	assert_non_null(strstr(
+		text, "tailwarden_tcp_srtt_seconds{service=\"web\",cgroup=\"/web\"} 0.00025"));
+	assert_true(has_line(
+		text, "tailwarden_tcp_send_queue_bytes_max{service=\"web\",cgroup=\"/web\"} 77"));
+	assert_null(strstr(text, "tailwarden_tcp_timeouts_total{"));
+	assert_null(strstr(text, "tailwarden_tcp_mss_bytes_min{"));
+	assert_null(strstr(text, "NaN"));
+	free(text);
+	report_free(r);
+}
+
 /* The ring of last actions keeps the newest, oldest first. */
 static void test_last_actions(void **state)
 {
@@ -239,7 +298,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fold_exact),   cmocka_unit_test(test_fold_edges),
 		cmocka_unit_test(test_render),	     cmocka_unit_test(test_absent),
-		cmocka_unit_test(test_last_actions),
+		cmocka_unit_test(test_last_actions), cmocka_unit_test(test_tcp),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

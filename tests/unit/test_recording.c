@@ -56,7 +56,8 @@ static const struct rec_header header = {
 /*
  * Tick i: one cgroup with figures that do not round-trip through %g, and
  * its phases: queued seen in even ticks only (odd: as the receive mode).
- * old: written as before the phases (no raw.phases).
+ * old: written as before the phases and the flow figures (no raw.phases, no
+ * raw.contention.tcp).
  */
 static struct json_object *make_tick_as(unsigned i, bool old)
 {
@@ -78,6 +79,15 @@ static struct json_object *make_tick_as(unsigned i, bool old)
 	c.runq_delay_s = NAN;
 	c.psi_cpu_some = 12.5;
 	c.tcp_srtt_us = NAN;
+	/* Flow figures in even ticks: one unknown (timeouts before 6.7), one not a whole number. */
+	c.tcp_on = i % 2 == 0;
+	c.tcp = (struct contention_tcp){ .sockets = 3,
+					 .cwnd_max = 10,
+					 .srtt_mean_us = 1.0 / 3,
+					 .mss_min = 1448,
+					 .retrans_segs = 7 + i,
+					 .timeouts = NAN,
+					 .bytes_received = 1e12 + 1 };
 	q.phase_on[TW_PHASE_QUEUED] = i % 2 == 0;
 	q.phase_on[TW_PHASE_SERVICE] = q.phase_on[TW_PHASE_SENDING] = true;
 	if (q.phase_on[TW_PHASE_QUEUED])
@@ -91,8 +101,13 @@ static struct json_object *make_tick_as(unsigned i, bool old)
 	q.phase_ns[TW_PHASE_SENDING] = 1800000 + 3;
 	q.span_ns = q.phase_ns[0] + q.phase_ns[1] + q.phase_ns[2] + (1ULL << 40);
 	g = rec_cgroup_json(&q, "/tw/web", 1700000000.5 + i, &c, knob);
-	if (old && json_object_object_get_ex(g, "raw", &raw))
+	if (old && json_object_object_get_ex(g, "raw", &raw)) {
+		struct json_object *co;
+
 		json_object_object_del(raw, "phases");
+		if (json_object_object_get_ex(raw, "contention", &co))
+			json_object_object_del(co, "tcp");
+	}
 	json_object_array_add(a, g);
 	return rec_tick_json(10 + i, (10 + i) * 500000ULL, 1700000000.5 + i, 0.1 + 0.2, a);
 }
@@ -174,6 +189,15 @@ static void test_round_trip(void **state)
 		assert_true(isnan(g->c.tcp_srtt_us));
 		assert_true(g->c.psi_cpu_some == 12.5);
 		assert_true(g->c.runq.total == 5);
+		/* The flow figures, exactly, where they were gathered. */
+		assert_true(g->c.tcp_on == (i % 2 == 0));
+		if (i % 2 == 0) {
+			assert_true(g->c.tcp.sockets == 3 && g->c.tcp.cwnd_max == 10);
+			assert_true(g->c.tcp.srtt_mean_us == 1.0 / 3);
+			assert_true(g->c.tcp.retrans_segs == 7 + i);
+			assert_true(isnan(g->c.tcp.timeouts));
+			assert_true(g->c.tcp.bytes_received == 1e12 + 1);
+		}
 		assert_true(isinf(g->knob[KNOB_CPU_QUOTA]));
 		assert_true(g->knob[KNOB_CPU_WEIGHT] == 100);
 		assert_true(isnan(g->knob[KNOB_IO_WEIGHT]));
@@ -227,6 +251,9 @@ static void test_no_phases(void **state)
 		assert_true(t.v[0].q.phase_ns[p] == 0);
 	}
 	assert_true(t.v[0].q.span_ns == 0);
+	/* ... and from before the flow figures: not gathered. */
+	assert_true(t.v[0].have_c);
+	assert_false(t.v[0].c.tcp_on);
 	rec_tick_clear(&t);
 	assert_int_equal(rec_next(rd, &t, err, sizeof(err)), 0);
 	rec_close(rd);

@@ -128,7 +128,9 @@ def calibrate(sess, port, cg_path):
 # ---------------------------------------------------------------------------
 
 def test_top():
-    r = subprocess.run([INSTALLED, "top", "--count", "3", "--json", "--interval", "1"],
+    # The root cgroup listed: an object each interval even on an idle guest.
+    r = subprocess.run([INSTALLED, "top", "--count", "3", "--json", "--interval", "1",
+                        "--cgroup", "/"],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=180)
     mode, why = mode_of(r.stderr)
     info("top stderr: %s" % r.stderr.strip().replace("\n", " | ")[:600])
@@ -141,7 +143,19 @@ def test_top():
         except ValueError:
             bad.append(line)
     check(not bad, "non-JSON lines on stdout: %r" % bad[:3])
-    return "sensing mode: %s (%s); %d JSON lines" % (mode, why, len(r.stdout.splitlines()))
+    # The TCP flow figures: gathered (a tcp object per cgroup), or null in
+    # every object and the reason said once on stderr.
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    with_tcp = [o for o in rows if o.get("tcp") is not None]
+    reason = [ln for ln in r.stderr.splitlines() if "tcp_flows:" in ln]
+    check(rows, "no JSON object for the root cgroup")
+    check(with_tcp or reason, "no tcp object and no word on why: %s" % r.stderr[-800:])
+    said = [x.split(";")[0].strip() for ln in reason for x in ln.split("tcp_flows:")[1:]]
+    flows = ("tcp flows in %d of %d objects%s" % (len(with_tcp), len(rows),
+                                                  " (%s)" % "; ".join(said) if said else "")
+             if with_tcp else "tcp flows null: %s" % "; ".join(said))
+    return "sensing mode: %s (%s); %d JSON lines; %s" % (mode, why, len(r.stdout.splitlines()),
+                                                       flows)
 
 
 def test_accuracy():
