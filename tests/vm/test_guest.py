@@ -20,6 +20,13 @@ Delegate=yes), from the read-only share: the tree's binary and test tools at
             weight's floor still misses), the daemon's mode line
             says the verdict came from arrival-stamped spans, `systemctl stop
             tailwarden` restores both
+  flows_lossy
+            test_sensing's loss run on the guest's kernel, which has
+            sch_netem (this host's has not): netem loss 5 % on a veth pair
+            to a network namespace, tailwarden's retransmitted segments
+            (top and a recording's replay) against nstat's TcpRetransSegs,
+            fast retransmits and timeouts against TCPFastRetrans and
+            TCPTimeouts
   unit      (full pass) the same rig, then `systemctl reload tailwarden`,
             `tailwarden status`, kill -9 of the daemon: the unit's
             ExecStopPost= (`tailwarden restore`) puts the knobs back before
@@ -506,7 +513,22 @@ def test_unit():
                 % (mode, pid0, bool(restored), pid1, again))
 
 
-TESTS = [("top", test_top), ("accuracy", test_accuracy), ("hog", test_hog)]
+def test_flows_lossy():
+    tree = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    sys.path.insert(0, os.path.join(tree, "tests", "integration"))
+    import test_sensing  # noqa: E402 (the host's suite; its loss run as it is)
+    for t in ("ss", "nstat", "ip", "tc"):
+        if shutil.which(t) is None:
+            raise SetupError("%s is not in the guest image (iproute2)" % t)
+    with tw.Session(("unified", "cpu"), tag="flows") as sess:
+        note = test_sensing.flows_lossy(sess)
+    # Here the loss must be netem's: the point of running it in a guest.
+    check(note.startswith("netem"), "the guest's kernel did not take netem: %s" % note)
+    return note
+
+
+TESTS = [("top", test_top), ("accuracy", test_accuracy), ("hog", test_hog),
+         ("flows_lossy", test_flows_lossy)]
 if not QUICK:
     TESTS += [("unit", test_unit), ("unit_policy", test_unit_policy)]
 
