@@ -763,7 +763,10 @@ static void test_own_load_gives_back_the_episode(void **state)
 	assert_true(no_be_action(f));
 }
 
-/* Interference ends it: a neighbour's doing is cut as before. */
+/*
+ * Interference while they hold CPU ends it: a neighbour's doing is cut as
+ * before. While they hold next to nothing it is its own backlog queueing.
+ */
 static void test_own_load_ends_on_interference(void **state)
 {
 	struct fx *f = *state;
@@ -773,6 +776,8 @@ static void test_own_load_ends_on_interference(void **state)
 	f->in[1].cpu_usage = 0.01;
 	start(f);
 	assert_int_equal(window(f, 3, 1000, &d), 0);
+	assert_int_equal(window(f, 3, 1000, &intf), 0);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
 	f->in[1].cpu_usage = 0.5;
 	window(f, 3, 1000, &intf);
 	assert_true(!strncmp(engine_verdict(f->e, 0), "violation: ", 11));
