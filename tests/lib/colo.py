@@ -1,7 +1,8 @@
 """A co-location rig shared by `make demo` and the co-location benchmark.
 
-A latency-critical nginx (cgroup "web", CPU 0) under open-loop load from CPU
-1, best-effort work beside it on CPU 0: a CPU hog (stress-ng, cgroup
+A latency-critical nginx (cgroup "web", CPU 0; / a small static page,
+/heavy/page one that nginx inflates from gzip for every request) under
+open-loop load from CPU 1, best-effort work beside it on CPU 0: a CPU hog (stress-ng, cgroup
 "batch") and a disk reader (fio, cgroup "scan"), and `tailwarden run` with a
 policy for each. Latency references are the client's kernel receive times
 (loadgen's rx latency), never the client's own wake-up.
@@ -22,6 +23,10 @@ PERIOD = "500ms"
 # Calibration: (offered req/s, stress-ng --cpu workers), tried in order until
 # the hog raises nginx's p99 `separation`-fold (hosts of this kind differ by 10x).
 SETTINGS = ((8000, 2), (8000, 4), (4000, 4), (12000, 4))
+# /heavy/page: KiB that nginx inflates for every request (the co-location
+# benchmark's overload: a request that costs nginx more CPU than its client).
+HEAVY_KIB = 32
+HEAVY_PATH = "/heavy/page"
 
 
 def readf(path, default=None):
@@ -103,7 +108,8 @@ class Rig:
         # /disk/page: 64 KiB nginx reads from the real disk (O_DIRECT, one read)
         # on every request, written by layout_fio().
         self.disk_dir = os.path.join(tw.REPO, ".output", "colo-disk")
-        self.nginx = sess.nginx(self.web, cpu=SERVER_CPU, disk_dir=self.disk_dir)
+        self.nginx = sess.nginx(self.web, cpu=SERVER_CPU, disk_dir=self.disk_dir,
+                                heavy_kib=HEAVY_KIB)
         self.rate, self.hogs = SETTINGS[0]
         self.hog = self.fio = self.tw = None
         self.fio_data = os.path.join(tw.REPO, ".output", "colo-fio.data")
