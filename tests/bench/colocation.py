@@ -23,7 +23,9 @@ cgroups of their own. Scenarios (pick with --scenario; default all):
                connections so that the queue forms in nginx (the objective
                cannot be met: the controller must say "own load", not
                strangle the hog for nothing, and give back when the load
-               falls)
+               falls; its windows group requests by when they were sent, not
+               due: the client's queue holds the step's requests past their
+               due time, and those due in its last seconds are never sent)
 
 Arms, interleaved in rotating order so that drift on the host hits all:
 
@@ -281,7 +283,9 @@ class Arm:
             reqs = []
             for e, r in results:
                 if e["name"] == name:
-                    reqs += colo.read_dump(e["dump"], r["start_unix"])
+                    # Scenario 5's step queues in the client: by when each was sent.
+                    reqs += (colo.read_dump_sent if scen.key == "5" else colo.read_dump)(
+                        e["dump"], r["start_unix"])
             buckets = [[] for _ in range(n)]
             for t, lat in reqs:
                 s = int(t - start)

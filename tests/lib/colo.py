@@ -62,6 +62,20 @@ def read_dump(path, start_unix):
     return out
 
 
+def read_dump_sent(path, start_unix):
+    """(unix time the request was written, kernel-receive latency in us) from loadgen
+    --dump: due time plus the wait in the client's queue (latency from due minus
+    latency from the write). In an overload the client's queue holds requests past
+    their due time, and those due in its last seconds are never sent: grouped by due
+    time, the last seconds of a step would hold none of them."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            lat, slat, due_ns, rx_ns = (int(x) for x in line.split())
+            out.append((start_unix + (due_ns + slat - lat) / 1e9, rx_ns / 1e3))
+    return out
+
+
 def per_second(reqs, t0, seconds):
     """p99 (us) of the requests due in each second [t0+s, t0+s+1)."""
     buckets = [[] for _ in range(seconds)]
