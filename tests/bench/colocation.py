@@ -65,6 +65,7 @@ colocation-N*.png per scenario)
 import argparse
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -326,8 +327,14 @@ class Arm:
             # after the load fell (its backlog drained).
             out["over_cuts"] = len([d for d in cut if 15 <= d["ts"] - self.t0 < 30])
             out["own_at"] = self.own_at
-            out["cuts_after_own"] = None if self.own_at is None else len(
-                [d for d in cut if self.own_at < d["ts"] - self.t0 < 35])
+            # After it in the log's order (its seconds place it only within one):
+            # the decisions written before its line are not after it.
+            lines = runlog.splitlines()
+            first = next((i for i, l in enumerate(lines) if "violation (own load)" in l), None)
+            written = 0 if first is None else sum(
+                1 for l in lines[:first] if re.match(r"tailwarden: \S+: \S+ -> \S+ \(", l))
+            out["cuts_after_own"] = None if first is None else len(
+                [d for d in cut if d in decisions[written:] and d["ts"] - self.t0 < 35])
             before = [use[s][1] for s in range(9, 15)]
             during = [use[s][1] for s in range(18, 30)]
             out["be_kept_over"] = (statistics.mean(during) / statistics.mean(before)
