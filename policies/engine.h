@@ -85,9 +85,11 @@ void engine_free(struct engine *e);
  *    verdict begins "violation (own load)", and so do the verdicts of
  *    every violation after it (whatever the BE services use meanwhile)
  *    until a window meets the objective or the diagnosis names
- *    interference while the BE services use 5% of a CPU or more; at its first window of large slack after that, each BE
- *    knob cut since the last tick without a violation goes back in one
- *    step to its value then (weights held by Weights=floor stay there);
+ *    interference while the BE services use 5% of a CPU or more, in
+ *    two violations in a row; at its first window of large slack after
+ *    that, each BE knob cut since the last tick without a violation goes
+ *    back in one step to its value then (weights held by Weights=floor
+ *    stay there);
  *  - a knob reported by engine_knob_overridden() is left alone until this
  *    engine is freed (the controller's restart, or a reload).
  * Give-back returns what was taken and no more: a best-effort knob climbs

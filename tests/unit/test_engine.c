@@ -764,8 +764,9 @@ static void test_own_load_gives_back_the_episode(void **state)
 }
 
 /*
- * Interference while they hold CPU ends it: a neighbour's doing is cut as
- * before. While they hold next to nothing it is its own backlog queueing.
+ * Interference while they hold CPU, two windows in a row, ends it: a
+ * neighbour's doing is cut as before. While they hold next to nothing it
+ * is its own backlog queueing.
  */
 static void test_own_load_ends_on_interference(void **state)
 {
@@ -778,7 +779,10 @@ static void test_own_load_ends_on_interference(void **state)
 	assert_int_equal(window(f, 3, 1000, &d), 0);
 	assert_int_equal(window(f, 3, 1000, &intf), 0);
 	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
+	/* One window of it with them busy is not yet a neighbour: two in a row are. */
 	f->in[1].cpu_usage = 0.5;
+	assert_int_equal(window(f, 3, 1000, &intf), 0);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
 	window(f, 3, 1000, &intf);
 	assert_true(!strncmp(engine_verdict(f->e, 0), "violation: ", 11));
 	assert_non_null(find(f, 1, KNOB_CPU_WEIGHT));
