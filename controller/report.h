@@ -67,7 +67,7 @@ struct report_service {
 	double p50_s, p99_s, pct_s, rps; /* last complete window; NAN when none */
 	double phase_p99_s[TW_PHASES]; /* the window's p99 of each phase; NAN when none or unseen */
 	double slack;		       /* NAN when no verdict */
-	char verdict[256];	       /* "" when none */
+	char verdict[384];	       /* "" when none */
 	char absent[512];	       /* why it is not controlled now, "" when it is */
 	struct report_knob knobs[KNOB_MAX];
 	struct report_counters c;

@@ -79,6 +79,17 @@ void engine_free(struct engine *e);
  *    (use, or quota if lower) and split it max-min fair by their home CPU
  *    weights: one holding less than its part is not cut, the others get
  *    their part, none less than half of its value;
+ *  - own load beyond the CPU: a violation diagnosed as the LC service's own
+ *    load (cpu or none) while the BE services use under 5% of a CPU
+ *    together, none held there by a quota we cut, cuts nothing; its
+ *    verdict begins "violation (own load)", and so do the verdicts of
+ *    every violation after it (whatever the BE services use meanwhile)
+ *    until a window meets the objective or the diagnosis names
+ *    interference while the BE services use 5% of a CPU or more, in
+ *    two violations in a row; at its first window of large slack after
+ *    that, each BE knob cut since the last tick without a violation goes
+ *    back in one step to its value then (weights held by Weights=floor
+ *    stay there);
  *  - a knob reported by engine_knob_overridden() is left alone until this
  *    engine is freed (the controller's restart, or a reload).
  * Give-back returns what was taken and no more: a best-effort knob climbs

@@ -16,10 +16,16 @@ cgroups of their own. Scenarios (pick with --scenario; default all):
   4 restart    40 s: nginx beside a hog that is restarted at 12 s and 26 s (a
                new cgroup each time, as a restarted systemd unit gets; here a
                cgroup removed and made again under the same name)
-  5 own-load   45 s: nginx beside the hog from 5 s; from 15 s to 30 s the
-               offered load is 1.3x what one CPU serves (the objective cannot
-               be met: the controller must say "own load", not strangle the
-               hog for nothing, and give back when the load falls)
+  5 own-load   45 s: nginx beside the hog from 5 s; from 15 s to 30 s a
+               second load of costly requests (/heavy/page: nginx inflates
+               32 KiB for each) at 1.3x what nginx serves of them beside the
+               base load, open loop (measured in the calibration), over 64
+               connections so that the queue forms in nginx (the objective
+               cannot be met: the controller must say "own load", not
+               strangle the hog for nothing, and give back when the load
+               falls; its windows group requests by when they were sent, not
+               due: the client's queue holds the step's requests past their
+               due time, and those due in its last seconds are never sent)
 
 Arms, interleaved in rotating order so that drift on the host hits all:
 
@@ -59,6 +65,7 @@ colocation-N*.png per scenario)
 import argparse
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -75,7 +82,8 @@ ALL_ARMS = ("none", "static", "tailwarden", "slice", "reactive")
 TW_ARMS = ("tailwarden", "slice", "reactive")
 SLICE = "0.1ms"
 PERIOD_S = 0.5
-OVERLOAD = 1.3          # scenario 5: offered load over what one CPU serves
+OVERLOAD = 1.3          # scenario 5: the step over what nginx serves of it (open loop)
+OVER_CONNS = 64         # scenario 5's step: connections, so that the queue is in nginx
 
 
 def say(msg=""):
@@ -129,6 +137,7 @@ class Arm:
         self.rig, self.scen, self.arm, self.cal, self.rep = rig, scen, arm, cal, rep
         self.actions, self.events, self.loads = [], [], []
         self.hog_on = []            # (from, to) seconds in which the hog ran
+        self.own_at = None          # scenario 5: seconds to the first own-load verdict
         self.duty = 1.0
 
     def at(self, t, fn, event=None):
@@ -136,14 +145,16 @@ class Arm:
         if event:
             self.events.append((event, t))
 
-    def load(self, name, proto, port, rate, start, seconds):
+    def load(self, name, proto, port, rate, start, seconds, conns=8, extra=()):
         dump = os.path.join(self.rig.dir, "s%s-%s-%d-%d.dump" % (self.scen.key, name, start,
                                                                 self.rep))
-        entry = {"name": name, "dump": dump, "run": None}
+        entry = {"name": name, "dump": dump, "run": None, "start": start}
 
         def go():
-            entry["run"] = self.rig.sess.loadgen(proto, port, rate, seconds, cpu=colo.CLIENT_CPU,
-                                                 extra=["--dump", dump], background=True)
+            entry["run"] = self.rig.sess.loadgen(proto, port, rate, seconds, conns=conns,
+                                                 cpu=colo.CLIENT_CPU,
+                                                 extra=["--dump", dump] + list(extra),
+                                                 background=True)
         self.at(start, go)
         self.loads.append(entry)
 
@@ -178,7 +189,8 @@ class Arm:
             self.hog_on = [(5, n)]
         elif s.key == "5":
             self.at(5, lambda: rig.start_hog(seconds=n - 5), "hog starts")
-            self.load("web", "http", rig.nginx.port, self.cal["over_extra"], 15, 15)
+            self.load("web", "http", rig.nginx.port, self.cal["over_rate"], 15, 15,
+                      conns=OVER_CONNS, extra=["--path", colo.HEAVY_PATH])
             self.events.append(("overload", 15))
             self.events.append(("load falls", 30))
             self.hog_on = [(5, n)]
@@ -228,6 +240,11 @@ class Arm:
                 while todo and todo[0][0] <= now:
                     todo.pop(0)[1]()
                 if now >= sec:
+                    # The log's lines carry no time: the first own-load verdict is
+                    # placed after the last second whose read did not have it.
+                    if self.arm in TW_ARMS and self.own_at is None and \
+                            "violation (own load)" in (colo.readf(rig.runlog, "") or ""):
+                        self.own_at = sec - 1
                     cur = [rig.cpu_ns(c) for c in cgs]
                     # A cgroup made again (scenario 4's restart) counts from 0.
                     d = [(c - p if c >= p else c) / 1e9 for c, p in zip(cur, prev)]
@@ -267,7 +284,9 @@ class Arm:
             reqs = []
             for e, r in results:
                 if e["name"] == name:
-                    reqs += colo.read_dump(e["dump"], r["start_unix"])
+                    # Scenario 5's step queues in the client: by when each was sent.
+                    reqs += (colo.read_dump_sent if scen.key == "5" else colo.read_dump)(
+                        e["dump"], r["start_unix"])
             buckets = [[] for _ in range(n)]
             for t, lat in reqs:
                 s = int(t - start)
@@ -299,15 +318,30 @@ class Arm:
             # Best-effort cuts while the service's own load is beyond the CPU,
             # the hog's CPU in the seconds before the step and during it,
             # whether the verdict named own load, and the knobs after the fall.
+            def num(v):
+                return float("inf") if v == "max" else v
             cut = [d for d in decisions if d["service"] in ("batch", "scan")
-                   and isinstance(d["new"], (int, float)) and isinstance(d["old"], (int, float))
-                   and d["new"] < d["old"] and 15 <= d["ts"] - self.t0 < 30]
-            out["over_cuts"] = len(cut)
+                   and isinstance(num(d["new"]), (int, float))
+                   and isinstance(num(d["old"]), (int, float)) and num(d["new"]) < num(d["old"])]
+            # Cuts in the step, and after the first own-load verdict until 5 s
+            # after the load fell (its backlog drained).
+            out["over_cuts"] = len([d for d in cut if 15 <= d["ts"] - self.t0 < 30])
+            out["own_at"] = self.own_at
+            # After it in the log's order (its seconds place it only within one):
+            # the decisions written before its line are not after it.
+            lines = runlog.splitlines()
+            first = next((i for i, l in enumerate(lines) if "violation (own load)" in l), None)
+            written = 0 if first is None else sum(
+                1 for l in lines[:first] if re.match(r"tailwarden: \S+: \S+ -> \S+ \(", l))
+            out["cuts_after_own"] = None if first is None else len(
+                [d for d in cut if d in decisions[written:] and d["ts"] - self.t0 < 35])
             before = [use[s][1] for s in range(9, 15)]
             during = [use[s][1] for s in range(18, 30)]
             out["be_kept_over"] = (statistics.mean(during) / statistics.mean(before)
                                    if statistics.mean(before) > 0 else None)
             out["own_load_said"] = "own load" in runlog
+            step = [r for e, r in results if e["name"] == "web" and e["start"] == 15]
+            out["step_rps"] = step[0]["completed"] / 15.0 if step else None
         return out
 
 
@@ -342,7 +376,6 @@ def calibrate(rig, scens):
             "p99.9 <= %s" % (cal["mc_rate"], fmt_us(a), fmt_us(h), fmt_us(cal["mc_target"])))
     # The careful operator's split: what the LC services use at their peak
     # (nginx at twice its rate, memcached at its own), plus 10% of a CPU, stays free.
-    w0 = rig.cpu_ns(rig.web)
     u0, t0 = sum(rig.cpu_ns(c) for c in [rig.web] + ([rig.cache] if "2" in scens else [])), \
         time.monotonic()
     bg = None
@@ -355,23 +388,44 @@ def calibrate(rig, scens):
     el = time.monotonic() - t0
     use = (sum(rig.cpu_ns(c) for c in [rig.web] + ([rig.cache] if "2" in scens else []))
            - u0) / 1e9 / el
-    web_use = (rig.cpu_ns(rig.web) - w0) / 1e9 / el
     quota_each = max(0.05, max(0.10, 1.0 - use - 0.10) / 2)
     cal["static"] = (10, int(quota_each * 100000))
     say("  static split: the latency-critical services used %.0f%% of a CPU at their peak; each "
         "best-effort cgroup gets cpu.shares 10 and quota %.0f%% of one CPU"
         % (100 * use, 100 * quota_each))
     if "5" in scens:
-        # What one CPU serves of nginx: a closed loop of 32 connections, 3 s (its
-        # CPU per request at twice the rate underestimated it: nginx batches more
-        # per wake-up as the rate grows, and 1.3x that estimate met every window).
-        r = rig.sess.loadgen("http", rig.nginx.port, 1, 3, conns=32, cpu=colo.CLIENT_CPU,
-                             extra=["--closed"])
-        capacity = max(r["rps"], 2 * rig.rate / max(0.05, web_use))
-        cal["over_extra"] = max(rig.rate, int(OVERLOAD * capacity) - rig.rate)
-        say("  scenario 5: one CPU serves about %.0f req/s of nginx (closed loop; %.0f from its "
-            "CPU per request); overload offers %d req/s" % (
-                r["rps"], 2 * rig.rate / max(0.05, web_use), rig.rate + cal["over_extra"]))
+        # The overload: requests for /heavy/page (nginx inflates 32 KiB of gzip
+        # for each, its client only reads them), so that the client on the other
+        # CPU can offer more than nginx serves; over OVER_CONNS connections, so
+        # that the queue forms in nginx (a connection carries one request at a
+        # time: with loadgen's 8, an overload's queue waits in the client, before
+        # the write() that the kernel receive time counts from; a step of 1.3x
+        # a closed loop's capacity of / met every window). Sized from what
+        # nginx serves of it open loop beside the base load: a closed loop's
+        # rate, offered 1.5x, for 3 s; nginx's CPU use says whether it, not
+        # the client, was the limit.
+        heavy = ["--path", colo.HEAVY_PATH]
+        r = rig.sess.loadgen("http", rig.nginx.port, 1, 2, conns=OVER_CONNS, cpu=colo.CLIENT_CPU,
+                             extra=["--closed"] + heavy)
+        probe = int(1.5 * r["rps"])
+        bg = rig.sess.loadgen("http", rig.nginx.port, rig.rate, 5, cpu=colo.CLIENT_CPU,
+                              background=True)
+        time.sleep(1)
+        w0, t0 = rig.cpu_ns(rig.web), time.monotonic()
+        r = rig.sess.loadgen("http", rig.nginx.port, probe, 3, conns=OVER_CONNS,
+                             cpu=colo.CLIENT_CPU, extra=heavy)
+        web_busy = (rig.cpu_ns(rig.web) - w0) / 1e9 / (time.monotonic() - t0)
+        bg.result(timeout=40)
+        capacity = r["completed"] / 3.0
+        cal["over_rate"] = max(1, int(OVERLOAD * capacity))
+        cal["capacity"], cal["web_busy"] = capacity, web_busy
+        say("  scenario 5: %s open loop, %d req/s offered beside / at %d req/s (closed loop "
+            "served %.0f): nginx served %.0f req/s of it using %.0f%% of CPU %d%s; the overload "
+            "offers %d req/s of it (%.1fx) from 15 s to 30 s over %d connections" % (
+                colo.HEAVY_PATH, probe, rig.rate, probe / 1.5, capacity, 100 * web_busy,
+                colo.SERVER_CPU, "" if web_busy >= 0.9 else
+                " (NOT saturated: the client was the limit; the step may not overload it)",
+                cal["over_rate"], OVERLOAD, OVER_CONNS))
     rig.start_hog(seconds=10)
     cal["bogo"] = rig.hog_bogo_ops(timeout=40)
     rig.start_fio(seconds=10)
@@ -434,9 +488,13 @@ def summary(scen, results, cal):
                                    periods(r["recovery"][i]) for r in rs)]
         if scen.key == "5":
             row += [" / ".join(str(r.get("over_cuts", "-")) for r in rs),
+                    " / ".join("-" if r.get("own_at") is None else "%d s: %d" % (
+                        r["own_at"], r["cuts_after_own"]) for r in rs),
                     " / ".join("-" if r.get("be_kept_over") is None else
                                "%.0f%%" % (100 * r["be_kept_over"]) for r in rs),
-                    " / ".join("yes" if r.get("own_load_said") else "no" for r in rs)]
+                    " / ".join("yes" if r.get("own_load_said") else "no" for r in rs),
+                    " / ".join("-" if r.get("step_rps") is None else "%.0f" % r["step_rps"]
+                               for r in rs)]
         rows.append(row)
     header = ["arm"]
     for name in scen.lc:
@@ -451,7 +509,9 @@ def summary(scen, results, cal):
         for e in evs:
             header += ["%s: periods to 1st write" % e, "%s: to p99 back" % e]
     if scen.key == "5":
-        header += ["BE cuts in overload", "BE CPU kept in overload", "said own load"]
+        header += ["BE cuts in overload", "own load said at: BE cuts after", "BE CPU kept in overload",
+                   "said own load",
+                   "step's req/s served"]
     return table(rows, header)
 
 

@@ -12,7 +12,12 @@ Weights=reactive, whose cuts and give-backs they follow): the hog's weight is
 at its floor before the hog starts, p99 stays under target from the hog's
 first second, and the weight goes home once nginx stops serving. be_share
 checks how two best-effort services share a quota cut: the light one under its
-part keeps its quota. The slice tests check Slice=: nginx's threads get the policy's EEVDF
+part keeps its quota. own_load checks nginx's own load beyond its CPU beside the hog:
+the verdict says own load, the hog is not cut after it, and has its CPU back once the
+load falls. burst checks a hog switching on and off every 1-3 s: its weight at the
+floor (or a write within one period) at each start, windows within the target;
+restart a hog restarted into a new cgroup: at its floor within one period. The
+slice tests check Slice=: nginx's threads get the policy's EEVDF
 slice (read from /proc/TID/sched), a thread started later too, and every
 thread has its own slice back after SIGTERM and after kill -9 + restore.
 
@@ -51,6 +56,23 @@ SEPARATION = 6          # so that a target between the two is at most half the h
 RECOVER_S = 5.0         # p99 back under target within this long after the hog starts
 LEAD_S = 3              # closed loop: seconds of load before the hog starts
 CONTROL_S = 15          # and after
+# own_load: costly requests (nginx inflates HEAVY_KIB of gzip for each, its client
+# only reads them: one client CPU can offer more than nginx's CPU serves), over
+# OVER_CONNS connections so that the queue forms in nginx, not in the client.
+HEAVY_KIB = 32
+HEAVY_PATH = "/heavy/page"
+OVER_CONNS = 64
+OVER_FACTORS = (1.3, 1.6, 2.0)  # the step over what nginx serves of it, tried in order
+OVER_SEPARATION = 4     # ... until the step's p99 is this many times the target
+OWN_LEAD_S = 12         # own_load: the base load and the hog alone before the step
+OWN_STEP_S = 12         # the step
+OWN_AFTER_S = 18        # and after it
+BURST_LEAD_S = 3        # burst: the load alone before the hog's first burst
+BURST_PHASE_S = 30      # the hog on and off every 1-3 s (random, seeded)
+BURST_SEED = 25
+RESTART_AT_S = (10, 20)  # restart: the hog restarted in a new cgroup at these seconds
+RESTART_S = 30
+PERIOD_S = 0.5          # PERIOD in seconds
 
 
 
@@ -85,7 +107,7 @@ class Rig:
         self.sess, self.rate, self.hogs = sess, rate, hogs
         self.web = sess.cgroup("web")
         self.batch = sess.cgroup("batch")
-        self.nginx = sess.nginx(self.web, cpu=SERVER_CPU)
+        self.nginx = sess.nginx(self.web, cpu=SERVER_CPU, heavy_kib=HEAVY_KIB)
         self.dir = sess.tmpdir("control")
         self.hog = None
 
@@ -94,11 +116,11 @@ class Rig:
         check(r["errors"] == 0 and r["completed"] > 0, "loadgen errors: %s" % r)
         return r["rx_latency_us"]["p99"]    # kernel receive time: not the client's wake-up
 
-    def start_hog(self):
+    def start_hog(self, settle=0.5):
         self.hog = self.sess.spawn(["stress-ng", "--cpu", str(self.hogs), "--timeout", "120", "-q"],
                                    cgroup=self.batch, cpu=SERVER_CPU,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.5)
+        time.sleep(settle)
 
     def stop_hog(self):
         if self.hog:
@@ -344,6 +366,315 @@ def test_weights_floor():
                 "idle; restored [calibration: %s]"
                 % (rig.rate, rig.hogs, alone, hog, target, first2, end, whole, len(over),
                    100 * hog_share, home_s, tried))
+
+
+def own_load_calibrate(rig, target):
+    """What nginx serves of HEAVY_PATH open loop beside the base load, and a step
+    beyond it whose p99 is OVER_SEPARATION times the target (bounded search over
+    OVER_FACTORS); fails when nginx is not the limit or no step separates."""
+    heavy = ["--path", HEAVY_PATH]
+    r = rig.sess.loadgen("http", rig.nginx.port, 1, 2, conns=OVER_CONNS, cpu=CLIENT_CPU,
+                         extra=["--closed"] + heavy)
+    closed = r["rps"]
+    tried = ["closed loop %.0f req/s" % closed]
+    for factor in (1.5,) + OVER_FACTORS:
+        rate = int(factor * (closed if factor == 1.5 else served))
+        bg = rig.sess.loadgen("http", rig.nginx.port, rig.rate, 5, cpu=CLIENT_CPU,
+                              background=True)
+        time.sleep(1)
+        w0, t0 = cpu_usage_ns(rig.web), time.monotonic()
+        r = rig.sess.loadgen("http", rig.nginx.port, rate, 3, conns=OVER_CONNS, cpu=CLIENT_CPU,
+                             extra=heavy)
+        busy = (cpu_usage_ns(rig.web) - w0) / 1e9 / (time.monotonic() - t0)
+        base = bg.result(timeout=40)
+        p99 = max(r["rx_latency_us"]["p99"], base["rx_latency_us"]["p99"])
+        tried.append("%d req/s offered: %.0f served, nginx %.0f%% of a CPU, p99 %.0f us"
+                     % (rate, r["completed"] / 3.0, 100 * busy, p99))
+        info("own_load calibration: %s" % tried[-1])
+        if factor == 1.5:
+            # Offered 1.5x a closed loop's rate: what it serves is its capacity.
+            check(busy >= 0.85, "nginx used %.0f%% of a CPU offered %d req/s of %s: the client, "
+                  "not nginx, was the limit; no overload possible [%s]"
+                  % (100 * busy, rate, HEAVY_PATH, "; ".join(tried)))
+            served = r["completed"] / 3.0
+            continue
+        if p99 >= OVER_SEPARATION * target:
+            return rate, served, "; ".join(tried)
+    raise TestFailure("no step of %s up to %.1fx what nginx serves raised p99 %dx over the "
+                      "target %d us: %s" % (HEAVY_PATH, OVER_FACTORS[-1], OVER_SEPARATION,
+                                            target, "; ".join(tried)))
+
+
+def test_own_load():
+    """nginx's own load beyond what its CPU gives, the hog beside it at the default
+    floor: the daemon's verdict says own load, no best-effort cut comes after the first
+    such verdict, and once the load falls the hog has its CPU back (its knobs as before
+    the step, its CPU use at least 80% of before). Self-calibrated: the hog and target
+    as in closed_loop, the step from what nginx serves of costly requests open loop
+    (OVER_FACTORS, until p99 is OVER_SEPARATION times the target), or the test fails."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="ownload") as sess:
+        rig = Rig(sess)
+        alone, hog, target, tried = calibrate(rig)
+        over, served, tried_over = own_load_calibrate(rig, target)
+        files = knob_files(rig.batch)
+        orig = snapshot(files)
+        tw_proc = rig.run(rig.write_policies(target, weights=None))
+        total = OWN_LEAD_S + OWN_STEP_S + OWN_AFTER_S
+        dump = os.path.join(rig.dir, "own.dump")
+        step_dump = os.path.join(rig.dir, "own-step.dump")
+        base = sess.loadgen("http", rig.nginx.port, rig.rate, total, cpu=CLIENT_CPU,
+                            extra=["--dump", dump], background=True)
+        t0 = time.time()
+        rig.start_hog()
+        use, step, knobs_at = [], None, {}
+        # The log's lines carry no time: the first own-load verdict is placed
+        # between the last read without it and the first with it (0.2 s apart).
+        seen_own, polled = None, 0.0
+        prev = (time.monotonic(), cpu_usage_ns(rig.batch))
+        while time.time() - t0 < total:
+            time.sleep(0.2)
+            el = time.time() - t0
+            if seen_own is None and "violation (own load)" in rig.log_text():
+                seen_own = polled
+            polled = el
+            now = (time.monotonic(), cpu_usage_ns(rig.batch))
+            if now[0] - prev[0] >= 0.5:
+                use.append((el, (now[1] - prev[1]) / 1e9 / (now[0] - prev[0])))
+                prev = now
+            if step is None and el >= OWN_LEAD_S:
+                knobs_at["before"] = snapshot(files)
+                step = sess.loadgen("http", rig.nginx.port, over, OWN_STEP_S, conns=OVER_CONNS,
+                                    cpu=CLIENT_CPU, background=True,
+                                    extra=["--path", HEAVY_PATH, "--dump", step_dump])
+        knobs_at["end"] = snapshot(files)
+        rb = base.result(timeout=60)
+        rs = step.result(timeout=60)
+        rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
+        after = snapshot(files)
+        rig.stop_hog()
+        check(rb["errors"] == 0 and rs["errors"] == 0, "loadgen errors: %s; %s" % (rb, rs))
+        ds = rig.decisions_list()
+        for d in ds:
+            info("decision at %+.1fs: %s %s %s -> %s: %s" % (d["ts"] - t0, d["service"], d["knob"],
+                                                            d["old"], d["new"], d["reason"]))
+        log = rig.log_text()
+        own_lines = [l for l in log.splitlines() if "violation (own load)" in l]
+        info("own-load verdicts logged: %s" % own_lines[:2])
+        # Every request of both loads, as nginx's objective counts them.
+        reqs = read_dump(dump, rb["start_unix"], t0) + read_dump(step_dump, rs["start_unix"], t0)
+        per_s = [(s, pct99([lat for t, lat in reqs if s <= t < s + 1])) for s in range(total)]
+        info("p99 per second (both loads): %s" % ", ".join("%ds %.0fus" % (s, p)
+                                                            for s, p in per_s if p is not None))
+        step_p99 = pct99([lat for t, lat in reqs if OWN_LEAD_S <= t < OWN_LEAD_S + OWN_STEP_S])
+        before = [u for t, u in use if OWN_LEAD_S - 5 <= t < OWN_LEAD_S]
+        during = [u for t, u in use if OWN_LEAD_S + 2 <= t < OWN_LEAD_S + OWN_STEP_S]
+        last = [u for t, u in use if total - 5 <= t]
+        mean = lambda v: sum(v) / max(1, len(v))
+        check(rc_ok(tw_proc), "tailwarden run exited %s after SIGTERM" % tw_proc.returncode)
+        check(step_p99 is not None and step_p99 > 2 * target,
+              "the step's p99 %s us is not beyond the target %d us: no overload to judge"
+              % (step_p99, target))
+        check(own_lines, "no verdict said own load; the log: %s" % log[-1500:])
+        check(seen_own is not None and seen_own >= OWN_LEAD_S - 1,
+              "the first own-load verdict came before the step (by %.1f s)" % (seen_own or 0))
+        # No cut of the hog from the first own-load verdict until the backlog has
+        # drained (5 s after the step).
+        end = OWN_LEAD_S + OWN_STEP_S + 5
+        cuts = [d for d in ds if d["service"] == "batch" and isinstance(d["new"], (int, float))
+                and isinstance(d["old"], (int, float)) and d["new"] < d["old"]
+                and seen_own < d["ts"] - t0 < end]
+        check(not cuts, "best-effort cuts after the first own-load verdict (at %.1f s): %s"
+              % (seen_own, ["%+.1fs %s %s -> %s: %s" % (d["ts"] - t0, d["knob"], d["old"],
+                                                        d["new"], d["reason"]) for d in cuts]))
+        # At least what it was before the step (-1: no quota). A quota cut in the
+        # lead, before the step, may be given back further meanwhile.
+        def quota(v):
+            return float("inf") if int(v) < 0 else int(v)
+        check(quota(knobs_at["end"]["cpu.cfs_quota_us"]) >=
+              quota(knobs_at["before"]["cpu.cfs_quota_us"]),
+              "the hog's quota %s at the end, %s before the step: not given back"
+              % (knobs_at["end"]["cpu.cfs_quota_us"], knobs_at["before"]["cpu.cfs_quota_us"]))
+        check(mean(last) >= 0.8 * mean(before),
+              "the hog used %.0f%% of a CPU in the last 5 s, %.0f%% before the step: not given "
+              "back" % (100 * mean(last), 100 * mean(before)))
+        check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
+        return ("%d req/s, %d hogs, target %d us; step %d req/s of %s over %d connections (nginx "
+                "serves %.0f of it beside the base load), served %.0f, p99 in the step %.0f us; %d own-load verdict lines "
+                "(the first by %.1f s: %s); no best-effort cut from then to %d s; the hog's CPU %.0f%% before, "
+                "%.0f%% during, %.0f%% after; %d decisions [calibration: %s; %s]"
+                % (rig.rate, rig.hogs, target, over, HEAVY_PATH, OVER_CONNS, served,
+                   rs["completed"] / OWN_STEP_S, step_p99, len(own_lines), seen_own + 0.2,
+                   own_lines[0][:240], end, 100 * mean(before), 100 * mean(during),
+                   100 * mean(last), len(ds), tried, tried_over))
+
+
+def pause_hog(rig, paused):
+    """SIGSTOP or SIGCONT every process of the hog: a burst ends or starts."""
+    for pid in rig.batch.pids(recursive=True):
+        try:
+            os.kill(pid, signal.SIGSTOP if paused else signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
+def windows_over(reqs, target, start, end):
+    """[(second, p99)] of the whole seconds from start to end (seconds of the dump's
+    reference) whose p99 is over target, and how many seconds had requests."""
+    per_s = [(s, pct99([lat for t, lat in reqs if s <= t < s + 1])) for s in range(start, end)]
+    info("p99 per second: %s" % ", ".join("%ds %.0fus" % (s, p) for s, p in per_s
+                                             if p is not None))
+    return [(s, p) for s, p in per_s if p is not None and p > target], \
+        sum(1 for _, p in per_s if p is not None)
+
+
+def test_burst():
+    """A hog that bursts on and off every 1-3 s (SIGCONT/SIGSTOP, a seeded random
+    schedule) beside nginx, the default policy: at each burst's start the hog's weight
+    is already at its floor, or the first knob write comes within one period; at most
+    one 1 s window of the phase over the target. Calibrated as closed_loop (the hog
+    must raise p99 6x, else the test fails)."""
+    import random
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="burst") as sess:
+        rig = Rig(sess)
+        alone, hog, target, tried = calibrate(rig)
+        files = knob_files(rig.batch)
+        orig = snapshot(files)
+        tw_proc = rig.run(rig.write_policies(target, weights=None))
+        rnd = random.Random(BURST_SEED)
+        sched, t = [], float(BURST_LEAD_S)
+        while t < BURST_LEAD_S + BURST_PHASE_S - 1:
+            on = t + rnd.uniform(1, 3)
+            sched.append((t, min(on, BURST_LEAD_S + BURST_PHASE_S)))
+            t = on + rnd.uniform(1, 3)
+        total = BURST_LEAD_S + BURST_PHASE_S
+        dump = os.path.join(rig.dir, "burst.dump")
+        lg = sess.loadgen("http", rig.nginx.port, rig.rate, total, cpu=CLIENT_CPU,
+                          extra=["--dump", dump], background=True)
+        t0 = time.time()
+        rig.start_hog()
+        pause_hog(rig, True)
+        ons = []
+        try:
+            for on, off in sched:
+                time.sleep(max(0.0, on - (time.time() - t0)))
+                shares = readf(files["cpu.shares"])
+                pause_hog(rig, False)
+                ons.append((time.time() - t0, shares))
+                time.sleep(max(0.0, off - (time.time() - t0)))
+                pause_hog(rig, True)
+        finally:
+            pause_hog(rig, False)
+        r = lg.result(timeout=total + 30)
+        rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
+        after = snapshot(files)
+        rig.stop_hog()
+        check(r["errors"] == 0 and r["completed"] > 0, "loadgen errors: %s" % r)
+        ds = rig.decisions_list()
+        for d in ds:
+            info("decision at %+.1fs: %s %s %s -> %s: %s" % (d["ts"] - t0, d["service"], d["knob"],
+                                                            d["old"], d["new"], d["reason"]))
+        late = []
+        held = 0
+        for at, shares in ons:
+            if shares == "10":      # weight 1, its floor, on the v1 scale
+                held += 1
+                continue
+            first = [d["ts"] - t0 - at for d in ds if d["service"] == "batch"
+                     and d["ts"] - t0 >= at]
+            if not first or min(first) > PERIOD_S:
+                late.append("burst at %.1f s (cpu.shares %s): first write %s" % (
+                    at, shares, "none" if not first else "%.2f s after" % min(first)))
+        reqs = read_dump(dump, r["start_unix"], t0)
+        over, seen = windows_over(reqs, target, BURST_LEAD_S, total)
+        check(rc_ok(tw_proc), "tailwarden run exited %s after SIGTERM" % tw_proc.returncode)
+        check(not late, "bursts without the floor and no knob write within one period: %s"
+              % late)
+        check(len(over) <= 1, "%d of %d windows of the bursting phase over the target %d us: %s"
+              % (len(over), seen, target, over))
+        check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
+        return ("%d req/s, %d hogs, target %d us; %d bursts, the hog's weight at its floor at the "
+                "start of %d, a write within one period for the others; %d of %d windows over "
+                "the target %s; %d decisions [calibration: %s]"
+                % (rig.rate, rig.hogs, target, len(ons), held, len(over), seen, over, len(ds),
+                   tried))
+
+
+def remake_cgroup(cg):
+    """Remove cg (empty) in every hierarchy and make it again: a new cgroup under the
+    same name, as a restarted systemd unit gets."""
+    for p in reversed(cg.paths):
+        for _ in range(100):
+            try:
+                os.rmdir(p)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.02)
+    for p in cg.paths:
+        os.makedirs(p, exist_ok=True)
+
+
+def test_restart():
+    """The hog restarted twice into a new cgroup (removed and made again) beside nginx,
+    the default policy: each new cgroup's CPU weight is at its floor within one period
+    of the cgroup appearing (the daemon's first tick that sees it), and at most one 1 s
+    window after each restart is over the target. Calibrated as closed_loop."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="restart") as sess:
+        rig = Rig(sess)
+        alone, hog, target, tried = calibrate(rig)
+        files = knob_files(rig.batch)
+        orig = snapshot(files)
+        tw_proc = rig.run(rig.write_policies(target, weights=None))
+        dump = os.path.join(rig.dir, "restart.dump")
+        lg = sess.loadgen("http", rig.nginx.port, rig.rate, RESTART_S, cpu=CLIENT_CPU,
+                          extra=["--dump", dump], background=True)
+        t0 = time.time()
+        rig.start_hog()
+        made = []
+        for at in RESTART_AT_S:
+            time.sleep(max(0.0, at - (time.time() - t0)))
+            rig.stop_hog()
+            remake_cgroup(rig.batch)
+            t_made = time.time() - t0
+            rig.start_hog(settle=0)
+            floor_at = None
+            while time.time() - t0 < t_made + 5:
+                if readf(files["cpu.shares"]) == "10":
+                    floor_at = time.time() - t0
+                    break
+                time.sleep(0.01)
+            made.append((t_made, floor_at))
+            time.sleep(0.5)
+        r = lg.result(timeout=RESTART_S + 30)
+        rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
+        after = snapshot(files)
+        rig.stop_hog()
+        check(r["errors"] == 0 and r["completed"] > 0, "loadgen errors: %s" % r)
+        ds = rig.decisions_list()
+        for d in ds:
+            info("decision at %+.1fs: %s %s %s -> %s: %s" % (d["ts"] - t0, d["service"], d["knob"],
+                                                            d["old"], d["new"], d["reason"]))
+        reqs = read_dump(dump, r["start_unix"], t0)
+        check(rc_ok(tw_proc), "tailwarden run exited %s after SIGTERM" % tw_proc.returncode)
+        slow = ["made at %.2f s: %s" % (m, "never at its floor" if f is None else
+                                        "floor %.2f s later" % (f - m))
+                for m, f in made if f is None or f - m > PERIOD_S + 0.1]
+        check(not slow, "a new cgroup of the hog not at its floor within one period: %s" % slow)
+        overs = []
+        for i, (m, _) in enumerate(made):
+            end = int(made[i + 1][0]) if i + 1 < len(made) else RESTART_S
+            over, seen = windows_over(reqs, target, int(m), end)
+            overs.append((over, seen))
+            check(len(over) <= 1, "%d of %d windows after the restart at %.1f s over the target "
+                  "%d us: %s" % (len(over), seen, m, target, over))
+        check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
+        return ("%d req/s, %d hogs, target %d us; restarts at %s s: the new cgroup at its floor "
+                "%s s later; windows over the target after each: %s; %d decisions "
+                "[calibration: %s]"
+                % (rig.rate, rig.hogs, target, ", ".join("%.1f" % m for m, _ in made),
+                   ", ".join("%.2f" % (f - m) for m, f in made),
+                   ", ".join("%d of %d" % (len(o), n) for o, n in overs), len(ds), tried))
 
 
 def rc_ok(p):
@@ -802,6 +1133,9 @@ TESTS = [
     ("closed_loop", test_closed_loop),
     ("weights_floor", test_weights_floor),
     ("be_share", test_be_share),
+    ("own_load", test_own_load),
+    ("burst", test_burst),
+    ("restart", test_restart),
     ("dry_run", test_dry_run),
     ("crash_restore", test_crash_restore),
     ("bad_policy", test_bad_policy),
@@ -818,7 +1152,7 @@ def main(argv):
             return "%s not built (run make)" % tw.TAILWARDEN
         return None
 
-    return tw.main(__doc__, TESTS, argv, "BPF, cgroups", retry=('closed_loop', 'weights_floor', 'be_share'), prepare=prepare)
+    return tw.main(__doc__, TESTS, argv, "BPF, cgroups", retry=('closed_loop', 'weights_floor', 'be_share', 'own_load', 'burst', 'restart'), prepare=prepare)
 
 
 if __name__ == "__main__":

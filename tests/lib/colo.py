@@ -1,7 +1,8 @@
 """A co-location rig shared by `make demo` and the co-location benchmark.
 
-A latency-critical nginx (cgroup "web", CPU 0) under open-loop load from CPU
-1, best-effort work beside it on CPU 0: a CPU hog (stress-ng, cgroup
+A latency-critical nginx (cgroup "web", CPU 0; / a small static page,
+/heavy/page one that nginx inflates from gzip for every request) under
+open-loop load from CPU 1, best-effort work beside it on CPU 0: a CPU hog (stress-ng, cgroup
 "batch") and a disk reader (fio, cgroup "scan"), and `tailwarden run` with a
 policy for each. Latency references are the client's kernel receive times
 (loadgen's rx latency), never the client's own wake-up.
@@ -22,6 +23,10 @@ PERIOD = "500ms"
 # Calibration: (offered req/s, stress-ng --cpu workers), tried in order until
 # the hog raises nginx's p99 `separation`-fold (hosts of this kind differ by 10x).
 SETTINGS = ((8000, 2), (8000, 4), (4000, 4), (12000, 4))
+# /heavy/page: KiB that nginx inflates for every request (the co-location
+# benchmark's overload: a request that costs nginx more CPU than its client).
+HEAVY_KIB = 32
+HEAVY_PATH = "/heavy/page"
 
 
 def readf(path, default=None):
@@ -54,6 +59,20 @@ def read_dump(path, start_unix):
         for line in f:
             _, _, due_ns, rx_ns = line.split()
             out.append((start_unix + int(due_ns) / 1e9, int(rx_ns) / 1e3))
+    return out
+
+
+def read_dump_sent(path, start_unix):
+    """(unix time the request was written, kernel-receive latency in us) from loadgen
+    --dump: due time plus the wait in the client's queue (latency from due minus
+    latency from the write). In an overload the client's queue holds requests past
+    their due time, and those due in its last seconds are never sent: grouped by due
+    time, the last seconds of a step would hold none of them."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            lat, slat, due_ns, rx_ns = (int(x) for x in line.split())
+            out.append((start_unix + (due_ns + slat - lat) / 1e9, rx_ns / 1e3))
     return out
 
 
@@ -103,7 +122,8 @@ class Rig:
         # /disk/page: 64 KiB nginx reads from the real disk (O_DIRECT, one read)
         # on every request, written by layout_fio().
         self.disk_dir = os.path.join(tw.REPO, ".output", "colo-disk")
-        self.nginx = sess.nginx(self.web, cpu=SERVER_CPU, disk_dir=self.disk_dir)
+        self.nginx = sess.nginx(self.web, cpu=SERVER_CPU, disk_dir=self.disk_dir,
+                                heavy_kib=HEAVY_KIB)
         self.rate, self.hogs = SETTINGS[0]
         self.hog = self.fio = self.tw = None
         self.fio_data = os.path.join(tw.REPO, ".output", "colo-fio.data")

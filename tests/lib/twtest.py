@@ -476,7 +476,7 @@ class Session:
         return ["/usr/bin/taskset", "-c", str(cpu), "/usr/sbin/nginx", "-p", d + "/",
                 "-c", conf, "-e", os.path.join(d, "logs", "error.log")]
 
-    def nginx(self, cgroup, cpu=0, port=None, body_size=612, disk_dir=None):
+    def nginx(self, cgroup, cpu=0, port=None, body_size=612, disk_dir=None, heavy_kib=0):
         """nginx with its own prefix: daemon off, 1 worker, access_log off.
 
         It serves a static file (sendfile path) at / and keeps connections alive
@@ -485,6 +485,10 @@ class Session:
         nginx's thread pool (directio, aio threads, one 64 KiB buffer): every
         such request reads the disk, and the event loop does not wait for it.
         (nginx reads a file of one page or less without O_DIRECT.)
+        With heavy_kib, /heavy/page costs nginx far more CPU than its client:
+        a gzip of heavy_kib KiB of text served with gzip_static always and
+        gunzip on, so nginx inflates it for every request (the client sends
+        no Accept-Encoding) and the client reads plain text.
         """
         port = port or free_port()
         d = self.tmpdir("nginx")
@@ -497,6 +501,16 @@ class Session:
             disk = ("location /disk/ {{ alias {0}/; directio 512; aio threads; "
                     "output_buffers 1 64k; }}"
                     .format(disk_dir) if disk_dir else "")
+            if heavy_kib:
+                import gzip
+                import random
+                os.makedirs(os.path.join(d, "html", "heavy"))
+                rnd = random.Random(heavy_kib)
+                words = [("%x" % rnd.getrandbits(24)) for _ in range(512)]
+                text = " ".join(rnd.choice(words) for _ in range(heavy_kib * 160))
+                with gzip.open(os.path.join(d, "html", "heavy", "page.gz"), "wb", 6) as g:
+                    g.write(text.encode()[:heavy_kib * 1024])
+                disk += " location /heavy/ { gzip_static always; gunzip on; }"
             f.write(NGINX_CONF.format(dir=d, port=port, disk=disk))
         argv = ["nginx", "-p", d + "/", "-c", conf, "-e", os.path.join(d, "logs", "error.log")]
         srv = Server(self, "nginx", argv, cgroup, cpu, port, d)

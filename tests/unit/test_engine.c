@@ -670,6 +670,145 @@ static void test_own_load_with_busy_neighbours(void **state)
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
 }
 
+/* No action on a best-effort service in the last tick. */
+static bool no_be_action(const struct fx *f)
+{
+	for (int i = 0; i < f->n; i++)
+		if (f->acts[i].service == 1)
+			return false;
+	return true;
+}
+
+/*
+ * Its own load beyond what the CPU gives (co-location scenario 5): a
+ * violation of its own load while best-effort work holds next to nothing
+ * of the CPU (its weight at the floor, 1% of a CPU) says so and cuts
+ * nothing; it goes on sparing them while the violations of its own load
+ * last, even once they use CPU again (its backlog draining); a window
+ * within the objective ends it, and the next own-load violation with busy
+ * neighbours takes from them again (the load step of scenario 1).
+ */
+static void test_own_load_beyond_the_cpu(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_LOAD);
+	struct diagnosis none = diag(DIAG_NONE, DIAG_CAUSE_LOAD);
+	struct diagnosis unk = diag(DIAG_CPU, DIAG_CAUSE_UNKNOWN);
+
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 10; /* at its floor */
+	f->in[1].cpu_usage = 0.01;
+	start(f);
+	assert_int_equal(window(f, 3, 1000, &d), 0);
+	assert_string_equal(
+		engine_verdict(f->e, 0),
+		"violation (own load): web p99 2.95ms > target 2ms (slack -0.47); diagnosis "
+		"cpu/load (runq_delay_us.p99 ×9.3); its own load is beyond what the CPU "
+		"gives: best-effort work holds 1% of a CPU, taking that cannot meet the "
+		"objective; not cut while this lasts");
+	/* They use CPU again, the diagnosis wavers: still not cut. */
+	f->in[1].cpu_usage = 0.4;
+	for (int i = 0; i < 6; i++) {
+		window(f, 5, 1000, i % 3 == 0 ? &none : i % 3 == 1 ? &d : &unk);
+		assert_true(no_be_action(f));
+		assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
+	}
+	assert_non_null(
+		strstr(engine_verdict(f->e, 0),
+		       "its own load is still beyond what the CPU gave it: best-effort work "
+		       "(40% of a CPU) not cut until a window meets the objective"));
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
+	/* A window within the objective ends it. */
+	window(f, 1.8, 1000, &d);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "hold: ", 6));
+	/* Its own load again, with busy neighbours: the CPU it needs is theirs. */
+	f->now += 2 * SEC;
+	window(f, 3, 1000, &d);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation: ", 11));
+	assert_non_null(strstr(engine_verdict(f->e, 0), "taken from them"));
+	assert_non_null(find(f, 1, KNOB_CPU_QUOTA));
+}
+
+/*
+ * What an episode of its own load cut before it was named (the first
+ * window of a load step reads as any violation) goes back in one step to
+ * the value before the episode at its first window of large slack.
+ */
+static void test_own_load_gives_back_the_episode(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_LOAD);
+	const struct action *a;
+
+	f->in[1].cpu_usage = 0.5;
+	start(f);
+	window(f, 1, 1000, NULL); /* large slack: the calm value is 100 */
+	window(f, 3, 1000, &d);	  /* a step of its own load, taken from them */
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
+	f->in[1].cpu_usage = 0.01;
+	for (int i = 0; i < 5; i++) {
+		window(f, 5, 1000, &d);
+		assert_true(no_be_action(f));
+	}
+	window(f, 1.8, 1000, &d); /* hold: nothing given yet */
+	assert_true(no_be_action(f));
+	f->in[1].cpu_usage = 0.5;
+	window(f, 1, 1000, &d);
+	a = find(f, 1, KNOB_CPU_WEIGHT);
+	assert_non_null(a);
+	assert_true(a->new_value == 100);
+	assert_non_null(strstr(a->reason, "its own load is back within the CPU: what was cut "
+					  "while it went beyond, for nothing, back in one step"));
+	/* Once: the next windows of slack have nothing of it to give. */
+	window(f, 1, 1000, &d);
+	assert_true(no_be_action(f));
+}
+
+/*
+ * Interference while they hold CPU, two windows in a row, ends it: a
+ * neighbour's doing is cut as before. While they hold next to nothing it
+ * is its own backlog queueing.
+ */
+static void test_own_load_ends_on_interference(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_LOAD);
+	struct diagnosis intf = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
+
+	f->in[1].cpu_usage = 0.01;
+	start(f);
+	assert_int_equal(window(f, 3, 1000, &d), 0);
+	assert_int_equal(window(f, 3, 1000, &intf), 0);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
+	/* One window of it with them busy is not yet a neighbour: two in a row are. */
+	f->in[1].cpu_usage = 0.5;
+	assert_int_equal(window(f, 3, 1000, &intf), 0);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
+	window(f, 3, 1000, &intf);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation: ", 11));
+	assert_non_null(find(f, 1, KNOB_CPU_WEIGHT));
+}
+
+/*
+ * Best-effort work held under 5% of a CPU by a quota we cut is not what its
+ * own load leaves them: no claim of a load beyond the CPU.
+ */
+static void test_own_load_not_beyond_under_our_quota(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_LOAD);
+
+	f->in[1].cpu_usage = 0.8;
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 10;
+	start(f);
+	window(f, 3, 1000, &d); /* weight at its floor: the quota, half of its use */
+	assert_true(f->in[1].knob[KNOB_CPU_QUOTA] == 0.4);
+	f->in[1].cpu_usage = 0.04;
+	f->in[1].knob[KNOB_CPU_QUOTA] = 0.06; /* as if cut further */
+	window(f, 3, 1000, &d);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation: ", 11));
+	assert_non_null(strstr(engine_verdict(f->e, 0), "neighbours not throttled"));
+}
+
 /* A weight is cut by the square of the miss: 3x over the target (2.95x as read) cuts to 2/9 (0.23). */
 static void test_weight_cut_scales_with_the_miss(void **state)
 {
@@ -1377,6 +1516,13 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_own_load_raises_own_quota, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_load_with_busy_neighbours, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_own_load_beyond_the_cpu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_load_gives_back_the_episode, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_own_load_ends_on_interference, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_own_load_not_beyond_under_our_quota, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_weight_cut_scales_with_the_miss, setup,
 						teardown),
