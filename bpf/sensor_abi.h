@@ -87,6 +87,9 @@ struct tw_cg_hists {
 	 * send, or not yet past its first) is not counted: it is requests less
 	 * the other buckets. A reply's sending phase enters its bucket at its
 	 * second send and moves like its span with each later one.
+	 * The queued and service phases may be a weighted sample on busy
+	 * connections (server_recv in sensor.bpf.c): a bucket gets a split
+	 * request's weight, the requests it stands for.
 	 */
 	__u32 phase[TW_PHASES][HIST_BUCKETS];
 };
@@ -94,7 +97,10 @@ struct tw_cg_hists {
 /*
  * Per-cgroup sums, per CPU, in the same slot as the cgroup's histograms
  * (tw_cg_sums, a per-CPU array): plain adds, no atomics. The phases of
- * each request add up to its span, so their sums add up to span_ns.
+ * each request add up to its span, so their sums add up to span_ns;
+ * where the queued | service split is sampled (busy connections, see
+ * server_recv in sensor.bpf.c), in expectation: a split request adds its
+ * weight times its queued and service time, a skipped one neither.
  */
 struct tw_cg_sums {
 	__u64 span_ns;		   /* the served requests' spans (ns) */
