@@ -462,14 +462,27 @@ int cmd_top(int argc, char **argv)
 
 	r = parse_args(&t, argc, argv);
 	usage = r < 0;
-	if (r == 0)
-		r = setup(&t);
 	if (r == 0) {
+		sigset_t mask, old;
+
+		/*
+		 * SIGINT/SIGTERM held while the sensors load: one that comes
+		 * as soon as the mode line is out (a script that read it and
+		 * stops top at once) or during the load is taken as a stop
+		 * when they are attached, not as death by the signal.
+		 */
+		sigemptyset(&mask);
+		sigaddset(&mask, SIGINT);
+		sigaddset(&mask, SIGTERM);
+		sigprocmask(SIG_BLOCK, &mask, &old);
 		/* No SA_RESTART: the tick's sleep must end on a signal. */
 		sigaction(SIGINT, &sa, NULL);
 		sigaction(SIGTERM, &sa, NULL);
 		signal(SIGPIPE, SIG_IGN);
-		r = loop(&t);
+		r = setup(&t);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (r == 0)
+			r = loop(&t);
 	}
 	sensor_snapshot_free(t.start);
 	contention_snapshot_free(t.cprev);
