@@ -401,28 +401,39 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-int contention_runq_iter(struct contention_loaded *c)
+/*
+ * One run of an iterator program: its programs print nothing, so read()
+ * runs it over every object (task, socket) and then returns 0.
+ */
+static int run_iter(struct bpf_link *link)
 {
-	uint64_t start = monotonic_ns();
 	char buf[64];
 	ssize_t n;
 	int fd;
 
-	if (!c->skel || !c->skel->links.ct_runq_iter)
-		return 0;
-	/* The first run only learns where every task stands. */
-	c->skel->bss->runq_since = c->iter_prev_ns ? c->iter_prev_ns : start;
-	fd = bpf_iter_create(bpf_link__fd(c->skel->links.ct_runq_iter));
+	fd = bpf_iter_create(bpf_link__fd(link));
 	if (fd < 0)
 		return -errno;
-	/* The program prints nothing: read() runs it over every task, then 0. */
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		;
 	if (n < 0)
 		n = -errno;
 	close(fd);
-	if (n < 0)
-		return (int)n;
+	return (int)n;
+}
+
+int contention_runq_iter(struct contention_loaded *c)
+{
+	uint64_t start = monotonic_ns();
+	int r;
+
+	if (!c->skel || !c->skel->links.ct_runq_iter)
+		return 0;
+	/* The first run only learns where every task stands. */
+	c->skel->bss->runq_since = c->iter_prev_ns ? c->iter_prev_ns : start;
+	r = run_iter(c->skel->links.ct_runq_iter);
+	if (r)
+		return r;
 	c->iter_prev_ns = start;
 	return 0;
 }
@@ -430,24 +441,14 @@ int contention_runq_iter(struct contention_loaded *c)
 int contention_flows_iter(struct contention_loaded *c)
 {
 	uint64_t start = monotonic_ns();
-	char buf[64];
-	ssize_t n;
-	int fd;
+	int r;
 
 	if (!c->skel || !c->skel->links.ct_tcp_iter)
 		return 0;
 	c->skel->bss->flows_gen = ++c->flows_gen;
-	fd = bpf_iter_create(bpf_link__fd(c->skel->links.ct_tcp_iter));
-	if (fd < 0)
-		return -errno;
-	/* As the task iterator: read() runs the program over every socket, then 0. */
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		;
-	if (n < 0)
-		n = -errno;
-	close(fd);
-	if (n < 0)
-		return (int)n;
+	r = run_iter(c->skel->links.ct_tcp_iter);
+	if (r)
+		return r;
 	/* From now on a socket the iterator never met is new: all its life counts. */
 	c->skel->bss->flows_armed = true;
 	c->flows_iter_ns = monotonic_ns() - start;
