@@ -126,6 +126,18 @@
 #define BACKOFF_FIRST 8
 #define BACKOFF_MAX 256
 /*
+ * A quota cut that left its driver no better (the first window spent at the
+ * new value still a violation, its latency not lower) is undone at once,
+ * and that LC service drives no quota cut of that BE service for
+ * BACKOFF_FIRST of its windows, doubled for each such cut again (at most
+ * BACKOFF_MAX); a cut that helps forgets the doubling. Measured (nginx
+ * beside stress-ng at cpu.shares 2, docs/design.md): past the weight's
+ * floor, CFS bandwidth throttling gives the service no CPU it could not
+ * already take, and the throttled group's return each period raised its
+ * p99 from 74 us to 200-300 us; with no such rule the loop cut the hog to
+ * its 5% floor and held it there through the whole of `make demo`'s hog.
+ */
+/*
  * Own load beyond the CPU ends on interference with best-effort work
  * holding CPU in this many violations in a row: their use is read per
  * tick, and one tick over BE_BUSY mid-overload (measured: a 17% -> 8% quota
@@ -137,14 +149,16 @@
 #define VERDICT_WINDOWS 3
 
 enum band { BAND_NONE, BAND_VIOLATION, BAND_HOLD, BAND_SLACK };
-enum dir { DIR_NONE, DIR_PROTECT, DIR_RELAX };
+/* DIR_UNDO: a quota cut taken back; for cooldowns, a protect. */
+enum dir { DIR_NONE, DIR_PROTECT, DIR_RELAX, DIR_UNDO };
 
 /* Routes of a violation, from the diagnosis. */
 enum {
-	ROUTE_CPU = 1 << 0,	/* BE cpu.weight, then cpu.max; LC cpu.weight up */
-	ROUTE_QUOTA = 1 << 1,	/* BE cpu.max directly */
-	ROUTE_IO = 1 << 2,	/* BE io.weight; LC io.weight up */
-	ROUTE_OWN_CPU = 1 << 3, /* LC cpu.max up */
+	ROUTE_CPU = 1 << 0,	  /* BE cpu.weight; LC cpu.weight up (or its slice) */
+	ROUTE_QUOTA = 1 << 1,	  /* BE cpu.max directly */
+	ROUTE_IO = 1 << 2,	  /* BE io.weight; LC io.weight up */
+	ROUTE_OWN_CPU = 1 << 3,	  /* LC cpu.max up */
+	ROUTE_CPU_QUOTA = 1 << 4, /* BE cpu.max once its cpu.weight is spent */
 };
 
 struct knob_mem {
@@ -162,6 +176,17 @@ struct knob_mem {
 	uint64_t ceiling_until_ns;
 	double now;  /* value this tick (NAN: unavailable or hands off) */
 	double calm; /* value at the end of the last tick without a violation (NAN: none yet) */
+	/* The last quota cut, until its driver's next verdict judges it (cut_driver -1: none). */
+	int cut_driver;
+	double cut_from, cut_to; /* the value before and after it */
+	double cut_latency;	 /* the driver's latency in the window that drove it, ns */
+	uint64_t cut_ns;
+};
+
+/* Quota cuts of one BE service held off for one LC service: a cut it drove did not help. */
+struct cut_hold {
+	uint64_t until_ns;
+	unsigned backoff; /* windows of the last hold, doubled per cut that did not help */
 };
 
 struct service_mem {
@@ -175,6 +200,7 @@ struct service_mem {
 	unsigned intf_windows; /* violations in a row read as interference while overloaded */
 	unsigned route;
 	double slack;
+	double latency; /* the percentile of its last window with a verdict, ns */
 	double usage;
 	double io_usage;
 	bool cpu_known;	      /* its CPU use has been known in a tick */
@@ -193,6 +219,7 @@ struct service_mem {
 struct engine {
 	const struct policy_set *set;
 	struct service_mem *s;
+	struct cut_hold *hold; /* [be * n + lc] */
 };
 
 struct tick {
@@ -211,7 +238,10 @@ struct engine *engine_new(const struct policy_set *set)
 		return NULL;
 	e->set = set;
 	e->s = calloc(set->n ? set->n : 1, sizeof(*e->s));
-	if (!e->s) {
+	e->hold = calloc(set->n ? set->n * set->n : 1, sizeof(*e->hold));
+	if (!e->s || !e->hold) {
+		free(e->s);
+		free(e->hold);
 		free(e);
 		return NULL;
 	}
@@ -225,6 +255,13 @@ void engine_service_reset(struct engine *e, int service)
 	struct service_mem *s = &e->s[service];
 
 	memset(s, 0, sizeof(*s));
+	/* Its holds, either side: a new instance has proved nothing yet. */
+	for (size_t j = 0; j < e->set->n; j++) {
+		e->hold[service * e->set->n + j] = (struct cut_hold){ 0 };
+		e->hold[j * e->set->n + service] = (struct cut_hold){ 0 };
+		if (e->s[j].k[KNOB_CPU_QUOTA].cut_driver == service)
+			e->s[j].k[KNOB_CPU_QUOTA].cut_driver = -1;
+	}
 	snprintf(s->verdict, sizeof(s->verdict), "%s",
 		 e->set->v[service].klass == POLICY_LATENCY_CRITICAL ?
 			 "no verdict: no complete window yet" :
@@ -234,6 +271,7 @@ void engine_service_reset(struct engine *e, int service)
 		s->k[k].scale = NAN;
 		s->k[k].ceiling = NAN;
 		s->k[k].calm = NAN;
+		s->k[k].cut_driver = -1;
 	}
 }
 
@@ -242,6 +280,7 @@ void engine_free(struct engine *e)
 	if (!e)
 		return;
 	free(e->s);
+	free(e->hold);
 	free(e);
 }
 
@@ -389,7 +428,9 @@ change(struct tick *t, size_t svc, enum action_knob k, double new, enum dir d, s
 	if (with_diag)
 		append(a->reason, sizeof(a->reason), "%s; ", ds->diag);
 	append(a->reason, sizeof(a->reason), "%s %s %s %s -> %s (",
-	       d == DIR_PROTECT ? (own ? "raise" : "cut") : (own ? "lower" : "give back"),
+	       d == DIR_UNDO	? "undo" :
+	       d == DIR_PROTECT ? (own ? "raise" : "cut") :
+				  (own ? "lower" : "give back"),
 	       t->e->set->v[svc].name, action_knob_name(k), o, n);
 	used = strlen(a->reason);
 	va_start(ap, fmt);
@@ -398,7 +439,7 @@ change(struct tick *t, size_t svc, enum action_knob k, double new, enum dir d, s
 	append(a->reason, sizeof(a->reason), ")");
 	m->now = new;
 	m->touched = true;
-	m->last_dir = d;
+	m->last_dir = d == DIR_UNDO ? DIR_PROTECT : d;
 	m->last_ns = t->now;
 	m->last_window_ns = window_of(&t->e->set->v[driver]);
 }
@@ -458,20 +499,29 @@ static void describe_diag(struct service_mem *s, const struct diagnosis *d)
 		       d->evidence[0].ratio);
 }
 
-/* Which knobs a violation may move; *why says why neighbours are spared. */
+/*
+ * Which knobs a violation may move; *why says why neighbours are spared.
+ * Nothing standing out (a diagnosis, but no resource named) moves the
+ * weight and not the quota: a quota past the weight's floor gives the
+ * service no CPU it could not take, and its throttling costs latency
+ * (measured: docs/design.md), so it needs the CPU named. Without a
+ * diagnosis at all, slack is all there is: the quota as before.
+ */
 static unsigned route_of(const struct diagnosis *d, const char **why)
 {
 	*why = NULL;
 	if (!d)
-		return ROUTE_CPU | ROUTE_OWN_CPU;
+		return ROUTE_CPU | ROUTE_CPU_QUOTA | ROUTE_OWN_CPU;
 	if (d->cause == DIAG_CAUSE_LOAD) {
 		*why = "the service's own load: neighbours not throttled";
 		return d->dominant == DIAG_CPU ? ROUTE_OWN_CPU : 0;
 	}
 	switch (d->dominant) {
 	case DIAG_NONE:
-	case DIAG_CPU:
+		*why = "nothing stands out: best-effort quota not cut (its throttling costs latency)";
 		return ROUTE_CPU | ROUTE_OWN_CPU;
+	case DIAG_CPU:
+		return ROUTE_CPU | ROUTE_CPU_QUOTA | ROUTE_OWN_CPU;
 	case DIAG_IO:
 		return ROUTE_IO;
 	case DIAG_MEMORY:
@@ -634,6 +684,7 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 	}
 	s->fresh = true;
 	s->verdict_ns = now;
+	s->latency = latency;
 	s->slack = 1 - latency / (double)p->target_ns;
 	s->band = s->slack < SLACK_CUT	? BAND_VIOLATION :
 		  s->slack > SLACK_GIVE ? BAND_SLACK :
@@ -655,6 +706,8 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 			 * resource standing out, the CPU they use is still the one
 			 * thing a neighbour holds that the service could want. */
 			s->route |= ROUTE_CPU;
+			if (in->diag->dominant == DIAG_CPU)
+				s->route |= ROUTE_CPU_QUOTA;
 			snprintf(
 				be_note, sizeof(be_note),
 				"its own load grew%s and best-effort services use %.0f%% of a CPU: taken from them",
@@ -838,12 +891,22 @@ static void cut(struct tick *t, size_t b, enum action_knob k, size_t driver, con
 		snprintf(hurt, sizeof(hurt), "; a give-back hurt: none above %s for %u windows", at,
 			 m->backoff);
 	}
+	if (k == KNOB_CPU_QUOTA) {
+		/* Judged at the driver's next verdict (judge_cut()). */
+		m->cut_driver = (int)driver;
+		m->cut_from = m->now;
+		m->cut_to = v;
+		m->cut_latency = t->e->s[driver].latency;
+		m->cut_ns = t->now;
+	}
 	if (share)
 		change(t, b, k, v, DIR_PROTECT, driver, true, "%s%s, at most half, floor %s%s", why,
 		       share, lo, hurt);
 	else
 		change(t, b, k, v, DIR_PROTECT, driver, true,
 		       "%s%smultiplicative cut%s, floor %s%s", why, basis, scaled, lo, hurt);
+	if (!(m->now == v))
+		m->cut_driver = -1; /* not made (no room for the action) */
 }
 
 /*
@@ -859,8 +922,17 @@ static bool weight_spent(const struct engine *e, size_t b, uint64_t now)
 	return m->now <= e->set->v[b].cpu_weight.lo && cooled(m, DIR_PROTECT, now);
 }
 
-/* The worst fresh violation among LC services routing to route; -1 if none. */
-static int worst_violation(const struct engine *e, unsigned route)
+/* Are quota cuts of BE service b driven by LC service i held off (a cut it drove did not help)? */
+static bool cut_held(const struct engine *e, size_t b, size_t i, uint64_t now)
+{
+	return now < e->hold[b * e->set->n + i].until_ns;
+}
+
+/*
+ * The worst fresh violation among LC services routing to route; -1 if
+ * none. With b >= 0, only those whose quota cuts of b are not held off.
+ */
+static int worst_for(const struct engine *e, unsigned route, int b, uint64_t now)
 {
 	int w = -1;
 
@@ -868,13 +940,20 @@ static int worst_violation(const struct engine *e, unsigned route)
 		const struct service_mem *s = &e->s[i];
 
 		/* Its short slice first: the CPU route's cuts wait a window to see it. */
-		if (route == ROUTE_CPU && s->slice_now)
+		if ((route == ROUTE_CPU || route == ROUTE_CPU_QUOTA) && s->slice_now)
+			continue;
+		if (b >= 0 && cut_held(e, (size_t)b, i, now))
 			continue;
 		if (s->fresh && s->band == BAND_VIOLATION && (s->route & route) &&
 		    (w < 0 || s->slack < e->s[w].slack))
 			w = (int)i;
 	}
 	return w;
+}
+
+static int worst_violation(const struct engine *e, unsigned route)
+{
+	return worst_for(e, route, -1, 0);
 }
 
 /*
@@ -895,7 +974,9 @@ static bool idle_through(const struct engine *e, uint64_t busy_ns, int driver, u
  */
 static const char *quota_due(const struct engine *e, size_t b, uint64_t now, int *driver)
 {
-	int cpu = worst_violation(e, ROUTE_CPU), mem = worst_violation(e, ROUTE_QUOTA);
+	/* Not from an LC service whose last such cut left it no better (judge_cut()). */
+	int cpu = worst_for(e, ROUTE_CPU_QUOTA, (int)b, now);
+	int mem = worst_for(e, ROUTE_QUOTA, (int)b, now);
 
 	if (e->set->v[b].klass != POLICY_BEST_EFFORT || !movable(e, b, KNOB_CPU_QUOTA) ||
 	    e->s[b].usage < BE_IDLE || !cooled(&e->s[b].k[KNOB_CPU_QUOTA], DIR_PROTECT, now))
@@ -987,6 +1068,67 @@ static void share_quota(struct tick *t)
 			 100 * total, 100 * CUT_FACTOR * total, share_weight(e, b), wsum,
 			 100 * s->quota_part);
 	}
+}
+
+/*
+ * A quota cut of BE service b is judged at its driver's first verdict from
+ * a window spent at the new value. Out of violation, or a lower latency:
+ * it helped, and the doubling is forgotten. Still a violation and no lower
+ * (the bucket it read is the same or higher): it took CPU and gave nothing
+ * back for it, and its throttling may be the harm. It is undone in one step
+ * (to no higher than a give-back ceiling in force), and that driver's
+ * quota cuts of b are held off for BACKOFF_FIRST windows, doubled for
+ * each such cut after (at most BACKOFF_MAX).
+ */
+static void judge_cut(struct tick *t, size_t b)
+{
+	struct engine *e = t->e;
+	struct knob_mem *m = &e->s[b].k[KNOB_CPU_QUOTA];
+	const struct policy_range *r = policy_range_of(&e->set->v[b], KNOB_CPU_QUOTA);
+	const struct service_mem *ds;
+	struct cut_hold *h;
+	char lat0[24], lat1[24], from[24], to[24];
+	uint64_t w;
+	size_t i;
+	double v;
+
+	if (m->cut_driver < 0)
+		return;
+	i = (size_t)m->cut_driver;
+	ds = &e->s[i];
+	w = window_of(&e->set->v[i]);
+	if (!ds->fresh || t->now + w / 4 < m->cut_ns + w) {
+		/* No verdict in the two windows after it: it stands. */
+		if (t->now + w / 4 >= m->cut_ns + 2 * w)
+			m->cut_driver = -1;
+		return;
+	}
+	m->cut_driver = -1;
+	h = &e->hold[b * e->set->n + i];
+	if (ds->band != BAND_VIOLATION || ds->latency < m->cut_latency) {
+		h->backoff = 0;
+		return;
+	}
+	h->backoff = h->backoff ? h->backoff * 2 : BACKOFF_FIRST;
+	if (h->backoff > BACKOFF_MAX)
+		h->backoff = BACKOFF_MAX;
+	h->until_ns = t->now + h->backoff * w;
+	if (!movable(e, b, KNOB_CPU_QUOTA) || !(m->now == m->cut_to) ||
+	    !cooled(m, DIR_PROTECT, t->now))
+		return;
+	v = fmin(clamp_range(r, m->cut_from), m->home);
+	if (!isnan(m->ceiling) && t->now < m->ceiling_until_ns)
+		v = fmin(v, m->ceiling);
+	if (!(v > m->now))
+		return;
+	fmt_ns(lat0, sizeof(lat0), m->cut_latency);
+	fmt_ns(lat1, sizeof(lat1), ds->latency);
+	fmt_value(from, sizeof(from), KNOB_CPU_QUOTA, m->cut_from);
+	fmt_value(to, sizeof(to), KNOB_CPU_QUOTA, m->cut_to);
+	change(t, b, KNOB_CPU_QUOTA, v, DIR_UNDO, i, true,
+	       "its cut %s -> %s left %s no better (p%g %s -> %s): quota cuts for %s held off for %u windows",
+	       from, to, e->set->v[i].name, e->set->v[i].percentile * 100, lat0, lat1,
+	       e->set->v[i].name, h->backoff);
 }
 
 static void cut_neighbour(struct tick *t, size_t b)
@@ -1313,6 +1455,10 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 	for (size_t i = 0; i < set->n; i++)
 		if (set->v[i].klass == POLICY_LATENCY_CRITICAL)
 			own_knobs(&t, i);
+	/* Before any new cut: a held-off driver drives none this tick. */
+	for (size_t b = 0; b < set->n; b++)
+		if (set->v[b].klass == POLICY_BEST_EFFORT)
+			judge_cut(&t, b);
 	violation = worst_violation(e, ~0u) >= 0;
 	tightest = tightest_fresh(e);
 	relax = violation ? -1 : all_slack(e, &window);
