@@ -33,11 +33,16 @@
  * its floor, and only when a whole window at the floor is still a
  * violation (or the weight cannot be used) halves its cpu.max; never the
  * cpu.max of an idle BE service, under BE_IDLE of a CPU (a quota
- * throttles only what runs). The
- * diagnosis routes the cut:
+ * throttles only what runs). Past the weight's floor a quota gives the
+ * LC service no CPU it could not take, and its throttling can cost it
+ * latency: a quota cut whose next window leaves its driver no better is
+ * undone, and that driver's quota cuts of that BE service are held off
+ * (judge_cut()). The diagnosis routes the cut:
  *
- *   none (no contention sensor), cpu, or nothing stands out
+ *   none (no contention sensor), or cpu
  *                      -> BE cpu.weight then cpu.max; LC cpu.weight up
+ *   nothing stands out (a diagnosis naming no resource)
+ *                      -> BE cpu.weight only; LC cpu.weight up
  *   memory             -> BE cpu.max (weight cannot reach memory bandwidth
  *                         or cache pressure; a quota can)
  *   io                 -> BE io.weight; LC io.weight up

@@ -57,6 +57,15 @@ void engine_free(struct engine *e);
  *    means the give-back hurt; give-backs then stop at the value before
  *    it for 8 windows, doubled for each give-back that hurts again (at most 256),
  *    forgotten once the knob is home;
+ *  - a quota cut that did not help: at the next verdict of the LC service
+ *    that drove it (within 2 of its windows), still a violation and a
+ *    latency no lower, it is undone in one step (a protect: the reversal
+ *    cooldown does not apply), and that service drives no quota cut of
+ *    that BE service for 8 of its windows, doubled for each such cut
+ *    again (at most 256), forgotten when one helps;
+ *  - a violation whose diagnosis names no resource (none, not the own
+ *    load) cuts the BE CPU weight but not the quota; with no diagnosis
+ *    (no contention sensor) both, as on slack alone;
  *  - a latency-critical service is never throttled: its weights and quota
  *    only rise, and come back down no lower than their own first value;
  *  - no verdict, no action: a window with fewer than MinRequests requests
