@@ -1102,12 +1102,14 @@ static void judge_cut(struct tick *t, size_t b)
 	i = (size_t)m->cut_driver;
 	ds = &e->s[i];
 	w = window_of(&e->set->v[i]);
-	if (!ds->fresh || t->now + w / 4 < m->cut_ns + w) {
-		/* No verdict in the two windows after it: it stands. */
-		if (t->now + w / 4 >= m->cut_ns + 2 * w)
-			m->cut_driver = -1;
+	if (t->now + w / 4 < m->cut_ns + w)
+		return; /* not a whole window at the new value yet */
+	if (t->now > m->cut_ns + 2 * w + w / 4) {
+		m->cut_driver = -1; /* no verdict in the two windows after it: it stands */
 		return;
 	}
+	if (!ds->fresh)
+		return;
 	m->cut_driver = -1;
 	h = &e->hold[b * e->set->n + i];
 	if (ds->band != BAND_VIOLATION || ds->latency < m->cut_latency) {
