@@ -39,10 +39,8 @@
  * undone, and that driver's quota cuts of that BE service are held off
  * (judge_cut()). The diagnosis routes the cut:
  *
- *   none (no contention sensor), or cpu
+ *   none (no contention sensor), cpu, or nothing stands out
  *                      -> BE cpu.weight then cpu.max; LC cpu.weight up
- *   nothing stands out (a diagnosis naming no resource)
- *                      -> BE cpu.weight only; LC cpu.weight up
  *   memory             -> BE cpu.max (weight cannot reach memory bandwidth
  *                         or cache pressure; a quota can)
  *   io                 -> BE io.weight; LC io.weight up
@@ -159,11 +157,10 @@ enum dir { DIR_NONE, DIR_PROTECT, DIR_RELAX, DIR_UNDO };
 
 /* Routes of a violation, from the diagnosis. */
 enum {
-	ROUTE_CPU = 1 << 0,	  /* BE cpu.weight; LC cpu.weight up (or its slice) */
-	ROUTE_QUOTA = 1 << 1,	  /* BE cpu.max directly */
-	ROUTE_IO = 1 << 2,	  /* BE io.weight; LC io.weight up */
-	ROUTE_OWN_CPU = 1 << 3,	  /* LC cpu.max up */
-	ROUTE_CPU_QUOTA = 1 << 4, /* BE cpu.max once its cpu.weight is spent */
+	ROUTE_CPU = 1 << 0,	/* BE cpu.weight, then cpu.max; LC cpu.weight up */
+	ROUTE_QUOTA = 1 << 1,	/* BE cpu.max directly */
+	ROUTE_IO = 1 << 2,	/* BE io.weight; LC io.weight up */
+	ROUTE_OWN_CPU = 1 << 3, /* LC cpu.max up */
 };
 
 struct knob_mem {
@@ -504,29 +501,20 @@ static void describe_diag(struct service_mem *s, const struct diagnosis *d)
 		       d->evidence[0].ratio);
 }
 
-/*
- * Which knobs a violation may move; *why says why neighbours are spared.
- * Nothing standing out (a diagnosis, but no resource named) moves the
- * weight and not the quota: a quota past the weight's floor gives the
- * service no CPU it could not take, and its throttling costs latency
- * (measured: docs/design.md), so it needs the CPU named. Without a
- * diagnosis at all, slack is all there is: the quota as before.
- */
+/* Which knobs a violation may move; *why says why neighbours are spared. */
 static unsigned route_of(const struct diagnosis *d, const char **why)
 {
 	*why = NULL;
 	if (!d)
-		return ROUTE_CPU | ROUTE_CPU_QUOTA | ROUTE_OWN_CPU;
+		return ROUTE_CPU | ROUTE_OWN_CPU;
 	if (d->cause == DIAG_CAUSE_LOAD) {
 		*why = "the service's own load: neighbours not throttled";
 		return d->dominant == DIAG_CPU ? ROUTE_OWN_CPU : 0;
 	}
 	switch (d->dominant) {
 	case DIAG_NONE:
-		*why = "nothing stands out: best-effort quota not cut (its throttling costs latency)";
-		return ROUTE_CPU | ROUTE_OWN_CPU;
 	case DIAG_CPU:
-		return ROUTE_CPU | ROUTE_CPU_QUOTA | ROUTE_OWN_CPU;
+		return ROUTE_CPU | ROUTE_OWN_CPU;
 	case DIAG_IO:
 		return ROUTE_IO;
 	case DIAG_MEMORY:
@@ -711,8 +699,6 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 			 * resource standing out, the CPU they use is still the one
 			 * thing a neighbour holds that the service could want. */
 			s->route |= ROUTE_CPU;
-			if (in->diag->dominant == DIAG_CPU)
-				s->route |= ROUTE_CPU_QUOTA;
 			snprintf(
 				be_note, sizeof(be_note),
 				"its own load grew%s and best-effort services use %.0f%% of a CPU: taken from them",
@@ -945,7 +931,7 @@ static int worst_for(const struct engine *e, unsigned route, int b, uint64_t now
 		const struct service_mem *s = &e->s[i];
 
 		/* Its short slice first: the CPU route's cuts wait a window to see it. */
-		if ((route == ROUTE_CPU || route == ROUTE_CPU_QUOTA) && s->slice_now)
+		if (route == ROUTE_CPU && s->slice_now)
 			continue;
 		if (b >= 0 && cut_held(e, (size_t)b, i, now))
 			continue;
@@ -980,7 +966,7 @@ static bool idle_through(const struct engine *e, uint64_t busy_ns, int driver, u
 static const char *quota_due(const struct engine *e, size_t b, uint64_t now, int *driver)
 {
 	/* Not from an LC service whose last such cut left it no better (judge_cut()). */
-	int cpu = worst_for(e, ROUTE_CPU_QUOTA, (int)b, now);
+	int cpu = worst_for(e, ROUTE_CPU, (int)b, now);
 	int mem = worst_for(e, ROUTE_QUOTA, (int)b, now);
 
 	if (e->set->v[b].klass != POLICY_BEST_EFFORT || !movable(e, b, KNOB_CPU_QUOTA) ||

@@ -63,9 +63,6 @@ void engine_free(struct engine *e);
  *    cooldown does not apply), and that service drives no quota cut of
  *    that BE service for 8 of its windows, doubled for each such cut
  *    again (at most 256), forgotten when one helps;
- *  - a violation whose diagnosis names no resource (none, not the own
- *    load) cuts the BE CPU weight but not the quota; with no diagnosis
- *    (no contention sensor) both, as on slack alone;
  *  - a latency-critical service is never throttled: its weights and quota
  *    only rise, and come back down no lower than their own first value;
  *  - no verdict, no action: a window with fewer than MinRequests requests

@@ -1153,40 +1153,6 @@ static void test_quota_hold_is_per_service(void **state)
 	assert_true(!strncmp(find(f, 1, KNOB_CPU_QUOTA)->reason, "api p99 11.8ms", 14));
 }
 
-/*
- * A violation in which nothing stands out (a diagnosis that names no
- * resource) cuts the weight, not the quota: measured in the demo, files'
- * /disk/ misses read none/unknown and cut the hog's quota, which gave
- * neither nginx anything. Named CPU interference, or no diagnosis at all,
- * still cuts it.
- */
-static void test_nothing_stands_out_spares_the_quota(void **state)
-{
-	struct fx *f = *state;
-	struct diagnosis none = diag(DIAG_NONE, DIAG_CAUSE_UNKNOWN);
-	struct diagnosis cpu = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
-
-	f->in[1].cpu_usage = 0.6;
-	start(f);
-	assert_int_equal(window(f, 3, 1000, &none), 1);
-	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 50);
-	for (int i = 0; i < 10; i++)
-		window(f, 3, 1000, &none);
-	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
-	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
-	assert_string_equal(engine_verdict(f->e, 0),
-			    "violation: web p99 2.95ms > target 2ms (slack -0.47); diagnosis "
-			    "none/unknown; nothing stands out: best-effort quota not cut (its "
-			    "throttling costs latency)");
-	assert_int_equal(window(f, 3, 1000, &cpu), 1);
-	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
-	f->in[1].knob[KNOB_CPU_QUOTA] = INFINITY;
-	engine_free(f->e);
-	start(f);
-	assert_int_equal(window(f, 3, 1000, NULL), 1);
-	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
-}
-
 /* splitmix64: the same sequence every run. */
 static uint64_t rng_state = 42;
 
@@ -1727,8 +1693,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_quota_cut_judged_within_two_windows, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_quota_hold_is_per_service, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_nothing_stands_out_spares_the_quota, setup,
-						teardown),
 		cmocka_unit_test_setup_teardown(test_random_sequences_keep_the_rules, setup,
 						teardown),
 	};
