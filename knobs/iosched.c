@@ -87,17 +87,18 @@ bool iosched_offers(const struct iosched *s, const char *name)
 	return false;
 }
 
-/* The scheduler file of dev, opened with flags: a regular file on sysfs. */
-static int open_file(const char *dev, int flags)
+/* queue/NAME of dev (NAME: "scheduler", "iosched/slice_idle_us"), opened with
+ * flags: a regular file on sysfs. */
+static int open_queue_file(const char *dev, const char *name, int flags)
 {
-	char path[sizeof(SYS_BLOCK) + IOSCHED_NAME_MAX + 32];
+	char path[sizeof(SYS_BLOCK) + IOSCHED_NAME_MAX + 64];
 	struct statfs sfs;
 	struct stat st;
 	int fd, r;
 
 	if (!iosched_valid_name(dev))
 		return -EINVAL;
-	snprintf(path, sizeof(path), SYS_BLOCK "/%s/queue/scheduler", dev);
+	snprintf(path, sizeof(path), SYS_BLOCK "/%s/queue/%s", dev, name);
 	fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
@@ -111,6 +112,12 @@ static int open_file(const char *dev, int flags)
 		return -EMEDIUMTYPE;
 	}
 	return fd;
+}
+
+/* The scheduler file of dev. */
+static int open_file(const char *dev, int flags)
+{
+	return open_queue_file(dev, "scheduler", flags);
 }
 
 int iosched_get(const char *dev, struct iosched *out)
@@ -159,6 +166,70 @@ int iosched_set(const char *dev, const char *name)
 		return -EIO;
 	}
 	return 0;
+}
+
+int iosched_parse_ulong(const char *text, unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (*text < '0' || *text > '9')
+		return -EBADMSG;
+	errno = 0;
+	v = strtoul(text, &end, 10);
+	if (errno || (*end && strcmp(end, "\n")))
+		return -EBADMSG;
+	*out = v;
+	return 0;
+}
+
+/* A number in queue/iosched/NAME of dev. */
+static int read_tunable(const char *dev, const char *name, unsigned long *out)
+{
+	char path[64], buf[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "iosched/%s", name);
+	fd = open_queue_file(dev, path, O_RDONLY);
+	if (fd < 0)
+		return fd;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return iosched_parse_ulong(buf, out);
+}
+
+int iosched_bfq_idling(const char *dev, struct iosched_idling *out)
+{
+	unsigned long ms;
+	int r;
+
+	r = read_tunable(dev, "slice_idle_us", &out->slice_idle_us);
+	if (r == -ENOENT) {
+		/* Kernels before 4.17 have only the milliseconds. */
+		r = read_tunable(dev, "slice_idle", &ms);
+		out->slice_idle_us = ms * 1000;
+	}
+	if (r)
+		return r;
+	return read_tunable(dev, "timeout_sync", &out->timeout_sync_ms);
+}
+
+bool iosched_idling_note(const char *dev, const struct iosched_idling *idle, char *buf, size_t len)
+{
+	if (!idle->slice_idle_us)
+		return false;
+	snprintf(
+		buf, len,
+		"I/O weight on %s: bfq idles up to %lu us for a queue that runs dry (slice_idle) whenever two cgroups have I/O pending, at any weights, so a latency-critical service with sparse reads can wait up to bfq's slice (timeout_sync %lu ms) behind a best-effort reader, which an I/O weight cut does not shorten; echo 0 > /sys/block/%s/queue/iosched/slice_idle stops that (tailwarden leaves it as it is)",
+		dev, idle->slice_idle_us, idle->timeout_sync_ms, dev);
+	return true;
 }
 
 static int by_name(const void *a, const void *b)
@@ -230,6 +301,21 @@ say(const struct iosched_setup *o, int level, const char *fmt, ...)
 	o->say(o->userdata, level, line);
 }
 
+/* A disk on bfq: say if it idles (iosched_idling_note()). */
+static void say_idling(struct iosched_setup *o, const char *dev)
+{
+	struct iosched_idling idle;
+	char line[512];
+	int r = iosched_bfq_idling(dev, &idle);
+
+	if (r) {
+		log_debug("%s: bfq's slice_idle/timeout_sync not read: %s", dev, strerror(-r));
+		return;
+	}
+	if (iosched_idling_note(dev, &idle, line, sizeof(line)))
+		say(o, LOG_NOTICE, "%s", line);
+}
+
 /* One disk: say whether I/O weight acts on it, switch it if asked. 1 switched, else 0. */
 static int setup_one(struct iosched_setup *o, const char *dev)
 {
@@ -256,6 +342,7 @@ static int setup_one(struct iosched_setup *o, const char *dev)
 		    o->state && knob_state_has_iosched(o->state, dev) ?
 			    " (switched by tailwarden)" :
 			    "");
+		say_idling(o, dev);
 		return 0;
 	}
 	if (!o->want) {
@@ -287,6 +374,8 @@ static int setup_one(struct iosched_setup *o, const char *dev)
 	say(o, LOG_NOTICE,
 	    "switched the I/O scheduler of %s from %s to %s while tailwarden runs: I/O weight can act on it",
 	    dev, was, o->want);
+	if (!strcmp(o->want, "bfq"))
+		say_idling(o, dev);
 	return 1;
 }
 

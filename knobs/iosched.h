@@ -55,6 +55,29 @@ int iosched_set(const char *dev, const char *name);
 int iosched_devices(char ***out);
 void iosched_devices_free(char **v);
 
+/*
+ * bfq's idling, from a disk's queue/iosched/: how long it waits for a
+ * queue that ran dry to send more (slice_idle_us; slice_idle in ms on
+ * kernels before 4.17) and the longest turn of a sync queue (timeout_sync).
+ */
+struct iosched_idling {
+	unsigned long slice_idle_us;
+	unsigned long timeout_sync_ms;
+};
+
+/* A decimal number alone on its line, as sysfs prints one. 0 or -EBADMSG. */
+int iosched_parse_ulong(const char *text, unsigned long *out);
+
+/* Read dev's bfq idling tunables (the disk must run bfq). 0, -ENOENT or -errno. */
+int iosched_bfq_idling(const char *dev, struct iosched_idling *out);
+
+/*
+ * A disk on bfq that idles (slice_idle > 0): true, and buf holds the line
+ * iosched_setup() says about it (that the I/O weight cannot bound a sparse
+ * reader's wait, and the tunable that does). false when it does not idle.
+ */
+bool iosched_idling_note(const char *dev, const struct iosched_idling *idle, char *buf, size_t len);
+
 struct knob_state;
 
 /* What iosched_setup() found and did, one line at a time, for the caller to log. */

@@ -17,6 +17,10 @@ original scheduler back whatever happens. What a user would notice:
                 `tailwarden restore` puts the original back and says so
   admin_change  kill -9 while switched, then someone picks another
                 scheduler by hand: `tailwarden restore` leaves it, says so
+  idling        IOScheduler=bfq: the log says that bfq idles, with the
+                disk's own slice_idle and timeout_sync, and names the
+                tunable; a disk an operator put on bfq with slice_idle 0:
+                no such line, and tailwarden leaves slice_idle at 0
   dry_run       DryRun=yes: says what it would switch, switches nothing
   check_cfq     `tailwarden check` refuses IOScheduler=cfq with FILE:LINE,
                 and a device name that is a path
@@ -219,6 +223,42 @@ def test_switch():
         return "%s: %s -> [bfq] while running -> %s after SIGTERM" % (dev, rig.start, read_sched(dev)[0])
 
 
+def iosched_tunable(dev, name):
+    with open("/sys/block/%s/queue/iosched/%s" % (dev, name)) as f:
+        return int(f.read())
+
+
+def test_idling():
+    dev = needs_disk()
+    with tw.Session(hierarchies=("unified", "cpu", "blkio")) as sess:
+        rig = Rig(sess, dev)
+        # Run first at cleanup: a bfq this test tuned is left for a fresh one.
+        sess.on_cleanup(lambda: read_sched(dev)[0] == "bfq" and write_sched(dev, rig.start))
+        rig.run("IOScheduler=bfq\n")
+        idle, slice_ms = iosched_tunable(dev, "slice_idle_us"), iosched_tunable(dev, "timeout_sync")
+        check(idle > 0, "bfq's default slice_idle_us on %s is %d" % (dev, idle))
+        line = ("I/O weight on %s: bfq idles up to %d us for a queue that runs dry (slice_idle)"
+                % (dev, idle))
+        check(line in rig.text(), "no line %r in the log:\n%s" % (line, rig.text()))
+        for part in ("(timeout_sync %d ms)" % slice_ms,
+                     "echo 0 > /sys/block/%s/queue/iosched/slice_idle" % dev):
+            check(part in rig.text(), "the idling line lacks %r:\n%s" % (part, rig.text()))
+        check(rig.stop() == 0, "run did not exit 0 on SIGTERM:\n%s" % rig.text())
+        # The operator's way: bfq with its idling off before tailwarden starts.
+        write_sched(dev, "bfq")
+        with open("/sys/block/%s/queue/iosched/slice_idle" % dev, "w") as f:
+            f.write("0")
+        rig.run("IOScheduler=bfq\n")
+        check("I/O weight can act on %s: its scheduler is bfq" % dev in rig.text(),
+              "no line that I/O weight acts:\n%s" % rig.text())
+        check("bfq idles" not in rig.text(), "an idling line with slice_idle 0:\n%s" % rig.text())
+        check(iosched_tunable(dev, "slice_idle_us") == 0,
+              "slice_idle_us is %d while tailwarden runs" % iosched_tunable(dev, "slice_idle_us"))
+        check(rig.stop() == 0, "run did not exit 0 on SIGTERM:\n%s" % rig.text())
+        write_sched(dev, rig.start)
+        return "%s: said bfq idles %d us (timeout_sync %d ms); silent at 0" % (dev, idle, slice_ms)
+
+
 def test_kill9():
     dev = needs_disk()
     with tw.Session(hierarchies=("unified", "cpu", "blkio")) as sess:
@@ -287,6 +327,7 @@ def test_check_cfq():
 TESTS = [
     ("no_key", test_no_key),
     ("switch", test_switch),
+    ("idling", test_idling),
     ("kill9", test_kill9),
     ("admin_change", test_admin_change),
     ("dry_run", test_dry_run),

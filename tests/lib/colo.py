@@ -111,6 +111,20 @@ def set_scheduler(dev, name):
         f.write(name)
 
 
+def bfq_idle(dev, value=None):
+    """bfq's slice_idle (ms) on dev, the idling that lets a sparse reader wait a
+    whole slice behind another cgroup's reader: read, or written when value is
+    given. None when dev does not run bfq. The tunable lives as long as the
+    scheduler: switching away and back sets its default again."""
+    path = "/sys/block/%s/queue/iosched/slice_idle" % dev
+    if scheduler(dev) != "bfq" or not os.path.exists(path):
+        return None
+    if value is not None:
+        with open(path, "w") as f:
+            f.write(str(value))
+    return int(readf(path, "-1"))
+
+
 class Rig:
     """The cgroups, the server, the antagonists and tailwarden of one session."""
 
@@ -282,21 +296,26 @@ class Rig:
             self.files = self.sess.nginx(self.files_cg, cpu=SERVER_CPU, disk_dir=self.disk_dir)
         return self.files
 
-    def disk_probe(self, rate, seconds, say, cpu=CLIENT_CPU, server=None):
+    def disk_probe(self, rate, seconds, say, cpu=CLIENT_CPU, server=None, slice_idle=None):
         """nginx's /disk/page p99 (the median of its seconds') alone and beside fio,
         uncontrolled, on the I/O
         scheduler an I/O weight acts through (bfq, every weight at its default):
         the "before" of an I/O weight cut. The disk's scheduler is switched for the
         probe and put back. With server (another nginx than web's), web serves its
-        own load meanwhile, as in a run. Returns (p99 alone, p99 beside fio, fio's
+        own load meanwhile, as in a run. With slice_idle, bfq's idling is set to it
+        for the probe (bfq_idle()). Returns (p99 alone, p99 beside fio, fio's
         MB/s), or Nones where the disk or bfq is missing."""
         dev = disk_of(self.disk_dir)
         old = scheduler(dev)
         if not dev or "bfq" not in (readf("/sys/block/%s/queue/scheduler" % dev, "") or ""):
             return None, None, None
+        idle_was = None
         try:
             if old != "bfq":
                 set_scheduler(dev, "bfq")
+            idle_was = bfq_idle(dev)
+            if slice_idle is not None:
+                bfq_idle(dev, slice_idle)
 
             def p99(secs=seconds):
                 """The median of the per-second p99s, as the run's rows are read."""
@@ -332,11 +351,14 @@ class Rig:
             alone = min(a for a in (alone, again) if a is not None) if (alone or again) else None
         finally:
             self.stop_fio()
+            if slice_idle is not None and idle_was is not None:
+                bfq_idle(dev, idle_was)
             if old and scheduler(dev) != old:
                 set_scheduler(dev, old)
-        say("  /disk/page at %d req/s under bfq, uncontrolled (median of the seconds' p99): "
-            "%s alone, %s beside fio (fio read %.0f MB/s)" % (rate, fmt_us(alone), fmt_us(beside),
-                                                            mbps))
+        say("  /disk/page at %d req/s under bfq%s, uncontrolled (median of the seconds' p99): "
+            "%s alone, %s beside fio (fio read %.0f MB/s)" % (
+                rate, "" if slice_idle is None else " (slice_idle %d)" % slice_idle,
+                fmt_us(alone), fmt_us(beside), mbps))
         return alone, beside, mbps
 
     # -- tailwarden --------------------------------------------------------------

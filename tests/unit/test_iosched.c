@@ -182,11 +182,52 @@ static void test_state_device_gone(void **state)
 	rmdir(dir);
 }
 
+/*
+ * bfq's idling tunables as sysfs prints them, and the set-up's line about
+ * a disk that idles: said with the disk's own numbers, silent at 0.
+ */
+static void test_idling(void **state)
+{
+	struct iosched_idling idle = { .slice_idle_us = 8000, .timeout_sync_ms = 124 };
+	unsigned long v = 7;
+	char line[512], small[40];
+
+	(void)state;
+	assert_int_equal(iosched_parse_ulong("8000\n", &v), 0);
+	assert_int_equal(v, 8000);
+	assert_int_equal(iosched_parse_ulong("0", &v), 0);
+	assert_int_equal(v, 0);
+	v = 7;
+	assert_int_equal(iosched_parse_ulong("", &v), -EBADMSG);
+	assert_int_equal(iosched_parse_ulong("-1\n", &v), -EBADMSG);
+	assert_int_equal(iosched_parse_ulong(" 8\n", &v), -EBADMSG);
+	assert_int_equal(iosched_parse_ulong("8 ms\n", &v), -EBADMSG);
+	assert_int_equal(iosched_parse_ulong("99999999999999999999999\n", &v), -EBADMSG);
+	assert_int_equal(v, 7);
+
+	assert_true(iosched_idling_note("vda", &idle, line, sizeof(line)));
+	assert_non_null(strstr(line, "I/O weight on vda: bfq idles up to 8000 us"));
+	assert_non_null(strstr(line, "timeout_sync 124 ms"));
+	assert_non_null(strstr(line, "echo 0 > /sys/block/vda/queue/iosched/slice_idle"));
+	assert_true(strlen(line) < sizeof(line) - 1); /* whole, not cut by the buffer */
+	assert_true(iosched_idling_note("vda", &idle, small, sizeof(small)));
+	assert_int_equal(strlen(small), sizeof(small) - 1);
+	idle.slice_idle_us = 0;
+	line[0] = '\0';
+	assert_false(iosched_idling_note("vda", &idle, line, sizeof(line)));
+	assert_string_equal(line, "");
+
+	/* Not a device: nothing opened outside /sys/block. */
+	assert_int_equal(iosched_bfq_idling("../../etc", &idle), -EINVAL);
+	assert_int_equal(iosched_bfq_idling("nosuchdisk0", &idle), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_idling),
 		cmocka_unit_test(test_state_records),
 		cmocka_unit_test(test_state_device_gone),
 	};
