@@ -811,6 +811,64 @@ static void test_phase_service_io_lock(void **state)
 	diag_state_free(s);
 }
 
+/*
+ * A disk antagonist beside a service whose run-queue wait is small: the
+ * block I/O p99 x15 and the service phase x10 (300 us -> 3 ms), while the
+ * run-queue wait per request went 10 -> 240 us, a larger ratio (24x
+ * against a 2.5x entry, where the disk's 15x is against 3x). The time went
+ * to the service phase, not the queue: io/interference, the service phase
+ * first. The same window with the queued phase up as much (a CPU hog
+ * delaying every read) stays the CPU; without the phases too.
+ */
+static void test_phase_service_weighs_io_over_cpu(void **state)
+{
+	struct win p = phased(), w;
+	struct diag_state *s;
+	struct diagnosis d;
+
+	(void)state;
+	w = p;
+	w.lat_p99_us *= 8;
+	w.service_p99_us *= 10;
+	w.queued_p99_us = 25; /* 1.25x: not up */
+	w.io_p50_us *= 5;
+	w.io_p99_us *= 15;
+	w.runq_us_per_req *= 24;
+	w.runq_p99_us *= 2;
+	s = steady(&p, 10);
+	for (int i = 0; i < 5; i++) {
+		step(s, &w, &d);
+		expect(&d, DIAG_IO, DIAG_CAUSE_INTERFERENCE, "phase.service_us.p99");
+		assert_true(has_evidence(&d, "io_latency_us.p99"));
+		assert_true(has_evidence(&d, "runq_delay_s/req"));
+	}
+	diag_state_free(s);
+
+	/*
+	 * Requests queued behind the slow ones on their connection, the queued
+	 * phase up by 2 ms where the service went up by 2.7: still io.
+	 */
+	w.queued_p99_us = 2000;
+	s = steady(&p, 10);
+	step(s, &w, &d);
+	expect(&d, DIAG_IO, DIAG_CAUSE_INTERFERENCE, "phase.service_us.p99");
+	diag_state_free(s);
+
+	/* The queued phase up by more than the service: the CPU. */
+	w.queued_p99_us = 3000;
+	s = steady(&p, 10);
+	step(s, &w, &d);
+	expect(&d, DIAG_CPU, DIAG_CAUSE_INTERFERENCE, "phase.queued_us.p99");
+	diag_state_free(s);
+
+	/* Without the phases nothing says where the time went: the ratios decide. */
+	w.phases = false;
+	s = steady(&base, 10);
+	step(s, &w, &d);
+	expect(&d, DIAG_CPU, DIAG_CAUSE_INTERFERENCE, "runq_delay_s/req");
+	diag_state_free(s);
+}
+
 /* Service time growing with the request rate, nothing contended: the load. */
 static void test_phase_service_load(void **state)
 {
@@ -918,6 +976,7 @@ int main(void)
 		cmocka_unit_test(test_network),
 		cmocka_unit_test(test_phase_queued_cpu),
 		cmocka_unit_test(test_phase_service_io_lock),
+		cmocka_unit_test(test_phase_service_weighs_io_over_cpu),
 		cmocka_unit_test(test_phase_service_load),
 		cmocka_unit_test(test_phase_sending),
 		cmocka_unit_test(test_phase_names_verdict),
