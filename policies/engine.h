@@ -59,7 +59,7 @@ void engine_free(struct engine *e);
  *    forgotten once the knob is home;
  *  - a quota cut that did not help: at the next verdict of the LC service
  *    that drove it (within 2 of its windows), still a violation and a
- *    latency no lower, it is undone in one step (a protect: the reversal
+ *    latency not down by a fifth, it is undone in one step (a protect: the reversal
  *    cooldown does not apply), and that service drives no quota cut of
  *    that BE service for 8 of its windows, doubled for each such cut
  *    again (at most 256), forgotten when one helps;
