@@ -59,10 +59,10 @@ void engine_free(struct engine *e);
  *    forgotten once the knob is home;
  *  - a quota cut that did not help: at the next verdict of the LC service
  *    that drove it (within 2 of its windows), still a violation and a
- *    latency not down by a fifth, it is undone in one step (a protect: the reversal
- *    cooldown does not apply), and that service drives no quota cut of
- *    that BE service for 8 of its windows, doubled for each such cut
- *    again (at most 256), forgotten when one helps;
+ *    latency not down by a fifth, it is undone in one step (a protect: the
+ *    reversal cooldown does not apply), and no LC service drives a quota
+ *    cut of that BE service for 8 of the driver's windows, doubled for
+ *    each such cut again (at most 256), forgotten when one helps;
  *  - a latency-critical service is never throttled: its weights and quota
  *    only rise, and come back down no lower than their own first value;
  *  - no verdict, no action: a window with fewer than MinRequests requests

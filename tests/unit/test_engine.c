@@ -1043,7 +1043,7 @@ static int windows2(struct fx *f, double web_ms, double api_ms, const struct dia
 
 /*
  * A quota cut that leaves the service no better is undone a window later,
- * in one step, and that service's quota cuts of the neighbour are held off:
+ * in one step, and quota cuts of the neighbour are held off:
  * 8 windows, then 16 after the next such cut; a cut that helps forgets the
  * doubling. Measured: past the weight's floor the hog's quota took its CPU
  * and raised nginx's p99 (74 us -> 200-300 us), and the demo's loop cut it
@@ -1070,7 +1070,7 @@ static void test_quota_cut_that_did_not_help_is_undone(void **state)
 			    "web p99 2.69ms > target 2ms (slack -0.34); diagnosis cpu/interference "
 			    "(runq_delay_us.p99 \u00d79.3); undo batch cpu.max 30% -> max (its cut "
 			    "max -> 30% did not bring web down by a fifth (p99 2.95ms -> 2.69ms): "
-			    "quota cuts for web held off for 8 windows)");
+			    "quota cuts of batch held off for 8 windows)");
 	/* Held off for 8 windows, however bad; then one cut to see again. */
 	t_undo = f->now;
 	while (!window(f, 3.5, 1000, &d))
@@ -1127,14 +1127,18 @@ static void test_quota_cut_judged_within_two_windows(void **state)
 }
 
 /*
- * The hold-off is one service's: another latency-critical service's
- * violation still cuts the quota, named in the reason, while web's cuts of
- * it are held off (web's violation is the worse one).
+ * The hold-off is the neighbour's: while web's cuts of batch's quota are
+ * held off, another latency-critical service's violation does not cut it
+ * either (the throttling that did not help web costs api too; in a demo
+ * run files' undone cut was followed by web's walking the hog down by
+ * halves); once the hold ends, api's violation cuts it, named in the
+ * reason.
  */
-static void test_quota_hold_is_per_service(void **state)
+static void test_quota_hold_is_per_neighbour(void **state)
 {
 	struct fx *f = *state;
 	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
+	uint64_t t_undo;
 
 	lc_policy(&f->pol[2], "api");
 	f->pol[2].target_ns = 10 * MS;
@@ -1146,8 +1150,12 @@ static void test_quota_hold_is_per_service(void **state)
 	assert_int_equal(windows2(f, 3, 5, &d), 1);
 	assert_int_equal(windows2(f, 3, 5, &d), 1); /* undone: web held off */
 	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
-	assert_int_equal(windows2(f, 3, 5, &d), 0);
-	assert_int_equal(windows2(f, 3, 12, &d), 1);
+	assert_non_null(strstr(find(f, 1, KNOB_CPU_QUOTA)->reason,
+			       "quota cuts of batch held off for 8 windows"));
+	t_undo = f->now;
+	while (!windows2(f, 1.9, 12, &d))
+		assert_true(f->now - t_undo < 8 * SEC); /* api misses, held all the same */
+	assert_true(f->now - t_undo == 8 * SEC);
 	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
 	assert_true(!strncmp(find(f, 1, KNOB_CPU_QUOTA)->reason, "api p99 11.8ms", 14));
 }
@@ -1691,7 +1699,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_quota_cut_judged_within_two_windows, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_quota_hold_is_per_service, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quota_hold_is_per_neighbour, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_sequences_keep_the_rules, setup,
 						teardown),
 	};
