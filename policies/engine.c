@@ -1113,6 +1113,9 @@ static void judge_cut(struct tick *t, size_t b)
 	if (!ds->fresh)
 		return;
 	m->cut_driver = -1;
+	/* Not in force (the write failed, or someone else's since): it proved nothing. */
+	if (!(m->now == m->cut_to))
+		return;
 	h = &e->hold[b * e->set->n + i];
 	if (ds->band != BAND_VIOLATION || ds->latency <= CUT_HELPED * m->cut_latency) {
 		h->backoff = 0;
@@ -1122,8 +1125,7 @@ static void judge_cut(struct tick *t, size_t b)
 	if (h->backoff > BACKOFF_MAX)
 		h->backoff = BACKOFF_MAX;
 	h->until_ns = t->now + h->backoff * w;
-	if (!movable(e, b, KNOB_CPU_QUOTA) || !(m->now == m->cut_to) ||
-	    !cooled(m, DIR_PROTECT, t->now))
+	if (!movable(e, b, KNOB_CPU_QUOTA) || !cooled(m, DIR_PROTECT, t->now))
 		return;
 	v = fmin(clamp_range(r, m->cut_from), m->home);
 	if (!isnan(m->ceiling) && t->now < m->ceiling_until_ns)

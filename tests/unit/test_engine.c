@@ -1127,6 +1127,34 @@ static void test_quota_cut_judged_within_two_windows(void **state)
 }
 
 /*
+ * A cut whose write did not take (the knob still reads its old value: on v1
+ * a quota above the parent's is EINVAL) is not judged: nothing held off,
+ * the cut is asked for again (test_faults knob_fail_log needs the retries).
+ */
+static void test_quota_cut_not_in_force_is_not_judged(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
+	int cuts = 0;
+
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 10;
+	f->in[1].cpu_usage = 0.6;
+	start(f);
+	for (int i = 0; i < 6; i++) {
+		if (window(f, 3, 1000, &d)) {
+			const struct action *a = find(f, 1, KNOB_CPU_QUOTA);
+
+			assert_non_null(a);
+			assert_null(strstr(a->reason, "held off"));
+			assert_float_equal(a->new_value, 0.3, 1e-9);
+			cuts++;
+		}
+		f->in[1].knob[KNOB_CPU_QUOTA] = INFINITY; /* the write failed */
+	}
+	assert_true(cuts >= 3);
+}
+
+/*
  * The hold-off is the neighbour's: while web's cuts of batch's quota are
  * held off, another latency-critical service's violation does not cut it
  * either (the throttling that did not help web costs api too; in a demo
@@ -1698,6 +1726,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_quota_cut_that_did_not_help_is_undone, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_quota_cut_judged_within_two_windows, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_quota_cut_not_in_force_is_not_judged, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_quota_hold_is_per_neighbour, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_sequences_keep_the_rules, setup,
