@@ -78,7 +78,7 @@ struct report_action {
 	char service[256];
 	char knob[16];
 	double old_value, new_value; /* INFINITY = max */
-	char reason[256];
+	char reason[384];
 	bool dry_run, applied;
 	char error[128]; /* "" when none */
 };

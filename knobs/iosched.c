@@ -120,23 +120,31 @@ static int open_file(const char *dev, int flags)
 	return open_queue_file(dev, "scheduler", flags);
 }
 
-int iosched_get(const char *dev, struct iosched *out)
+/* The text of queue/NAME of dev, terminated, in buf; 0 or -errno. */
+static int read_queue_file(const char *dev, const char *name, char *buf, size_t size)
 {
-	char buf[1024];
 	ssize_t n;
-	int fd = open_file(dev, O_RDONLY);
+	int fd = open_queue_file(dev, name, O_RDONLY);
 
 	if (fd < 0)
 		return fd;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, size - 1);
 	if (n < 0) {
 		n = -errno;
 		close(fd);
-		return n;
+		return (int)n;
 	}
 	close(fd);
 	buf[n] = '\0';
-	return iosched_parse(buf, out);
+	return 0;
+}
+
+int iosched_get(const char *dev, struct iosched *out)
+{
+	char buf[1024];
+	int r = read_queue_file(dev, "scheduler", buf, sizeof(buf));
+
+	return r ? r : iosched_parse(buf, out);
 }
 
 int iosched_set(const char *dev, const char *name)
@@ -187,22 +195,11 @@ int iosched_parse_ulong(const char *text, unsigned long *out)
 static int read_tunable(const char *dev, const char *name, unsigned long *out)
 {
 	char path[64], buf[64];
-	ssize_t n;
-	int fd;
+	int r;
 
 	snprintf(path, sizeof(path), "iosched/%s", name);
-	fd = open_queue_file(dev, path, O_RDONLY);
-	if (fd < 0)
-		return fd;
-	n = read(fd, buf, sizeof(buf) - 1);
-	if (n < 0) {
-		n = -errno;
-		close(fd);
-		return n;
-	}
-	close(fd);
-	buf[n] = '\0';
-	return iosched_parse_ulong(buf, out);
+	r = read_queue_file(dev, path, buf, sizeof(buf));
+	return r ? r : iosched_parse_ulong(buf, out);
 }
 
 int iosched_bfq_idling(const char *dev, struct iosched_idling *out)
@@ -214,7 +211,8 @@ int iosched_bfq_idling(const char *dev, struct iosched_idling *out)
 	if (r == -ENOENT) {
 		/* Kernels before 4.17 have only the milliseconds. */
 		r = read_tunable(dev, "slice_idle", &ms);
-		out->slice_idle_us = ms * 1000;
+		if (!r)
+			out->slice_idle_us = ms * 1000;
 	}
 	if (r)
 		return r;

@@ -19,7 +19,7 @@ struct action {
 	int service; /* index in the policy set */
 	enum action_knob knob;
 	double old_value, new_value;
-	char reason[256]; /* in words: which signal, which value, which rule */
+	char reason[384]; /* in words: which signal, which value, which rule */
 };
 
 /* "cpu.max", "cpu.weight", "io.weight", "cpufreq", "sched.slice" */
