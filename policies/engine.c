@@ -897,9 +897,9 @@ static void cut(struct tick *t, size_t b, enum action_knob k, size_t driver, con
 			 m->backoff);
 	}
 	if (k == KNOB_CPU_QUOTA) {
-		/* Judged at the driver's next verdict (judge_cut()). */
 		/*
-		 * Its first verdict is the second of the cut before it, when the
+		 * Judged at the driver's next two verdicts (judge_cut()). Its
+		 * first verdict is the second of the cut before it, when the
 		 * same service drove both (another's window proves nothing of it:
 		 * in a `make demo` run web's one met window "proved" files' cut,
 		 * whose own next window was no better, and the hog sat at 24 %

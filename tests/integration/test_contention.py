@@ -30,7 +30,8 @@ keep the first that at least doubles the client's p99 (kernel receive time;
 io_interference: five times a small direct reader's p99, IO_FACTOR); load
 and io_interference then need the client's p99 held at LOAD_HELD (load:
 also its probe's factor) and IO_HELD times its baseline through the
-perturbation, or the next rung is tried. None doing so on this host is a failure, never a skip. The PASS line says what was tried and chosen.
+perturbation, or the next rung is tried. None doing so on this host is a
+failure, never a skip. The PASS line says what was tried and chosen.
 
 Usage: test_contention.py [-v] [TEST...]   (as root; prints PASS/FAIL/SKIP per
 test and "N passed, N failed, N skipped"; exits 1 when a test failed).
@@ -465,7 +466,7 @@ def test_cpu_interference():
 # 400 req/s left p99 where it was at 120 (2.3 -> 2.2 ms, the test's old
 # fixed step, which then failed), 450 doubled it in one run of two, and
 # the server tops out near 480 req/s; on a noisy host 400 was enough. The
-# first step that doubles the client's p99 is taken.
+# first step that triples the client's p99 and holds it is taken (LOAD_HELD).
 LOAD_STEPS = (400, 450, 500, 600, 800)
 LOAD_HELD = 3.0         # a step must raise the client's p99 this many times in its probe,
                         # and hold it there through the perturbation, or the next is tried.
