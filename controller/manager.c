@@ -185,6 +185,7 @@ static void service_renew(struct manager *m, struct service_rt *s, const char *o
 	memset(s->fail, 0, sizeof(s->fail));
 	memset(s->ctl, 0, sizeof(s->ctl));
 	memset(s->unavail_said, 0, sizeof(s->unavail_said));
+	s->no_idle_said = false;
 	s->verdict[0] = '\0';
 	if (reset < 0)
 		log_warning("service %s: out of memory for its diagnosis, ignoring", s->sv.p->name);
@@ -639,6 +640,26 @@ static void controllers_ensure(struct manager *m, struct service_rt *s)
 	}
 }
 
+/*
+ * A CPU weight range that reaches "idle" on a cgroup without cpu.idle
+ * (Linux before 5.15): its floor is 1 there (engine_input.no_idle), said
+ * once. A unit's CPUWeight=idle is systemd's to set.
+ */
+static bool no_idle(struct service_rt *s)
+{
+	const struct policy_range *r = &s->sv.p->cpu_weight;
+
+	if (!r->set || r->lo >= 1 || !s->knobs || manager_unit_knob(s, KNOB_CPU_WEIGHT) ||
+	    !knob_available(s->knobs, KNOB_CPU_WEIGHT, NULL) || knob_weight_can_idle(s->knobs))
+		return false;
+	if (!s->no_idle_said)
+		log_warning(
+			"service %s: CPUWeight=idle needs cpu.idle (Linux 5.15+), which %s does not have: its CPU weight stops at 1",
+			s->sv.p->name, s->cg);
+	s->no_idle_said = true;
+	return true;
+}
+
 static void sense_service(struct manager *m, struct service_rt *s,
 			  const struct sensor_snapshot *now, struct contention_snapshot *cnow,
 			  uint64_t tick, double iv, struct engine_input *in)
@@ -652,6 +673,7 @@ static void sense_service(struct manager *m, struct service_rt *s,
 	if (s->sv.cgid && s->knobs)
 		controllers_ensure(m, s);
 	read_knobs(m, s, in->knob);
+	in->no_idle = no_idle(s);
 	if (!s->sv.cgid)
 		return;
 	/* New threads (workers, a restarted service) get the slice while it is set. */

@@ -63,6 +63,7 @@ struct service_rt {
 		char said[1024];   /* why its knobs cannot act, as last logged */
 	} ctl[2];
 	bool unavail_said[KNOB_MAX]; /* a knob that cannot act for another reason, said */
+	bool no_idle_said;	     /* CPUWeight=idle.. on a cgroup without cpu.idle, said */
 	struct knob_fail {	     /* a knob write that keeps failing */
 		unsigned n;	     /* failures in a row */
 		int err;	     /* the last one's -errno */

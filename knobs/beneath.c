@@ -208,6 +208,8 @@ bool knob_valid_value(const char *name, const char *v)
 		return int_str(v, CG_WEIGHT_MIN, CG_WEIGHT_MAX);
 	if (!strcmp(name, "cpu.shares"))
 		return int_str(v, CG_SHARES_MIN, CG_SHARES_MAX);
+	if (!strcmp(name, "cpu.idle"))
+		return !strcmp(v, "0") || !strcmp(v, "1");
 	if (!strcmp(name, "blkio.bfq.weight") || !strcmp(name, "io.bfq.weight"))
 		return int_str(v, CG_BFQ_WEIGHT_MIN, CG_BFQ_WEIGHT_MAX);
 	return false;
@@ -229,6 +231,8 @@ bool knob_file_of(const char *rel, const char *cgroup, enum action_knob kind, co
 		{ KNOB_CPU_QUOTA, "cpu/", "cpu.cfs_period_us" },
 		{ KNOB_CPU_WEIGHT, "", "cpu.weight" },
 		{ KNOB_CPU_WEIGHT, "cpu/", "cpu.shares" },
+		{ KNOB_CPU_WEIGHT, "", "cpu.idle" },
+		{ KNOB_CPU_WEIGHT, "cpu/", "cpu.idle" },
 		{ KNOB_IO_WEIGHT, "", "io.weight" },
 		{ KNOB_IO_WEIGHT, "", "io.bfq.weight" },
 		{ KNOB_IO_WEIGHT, "blkio/", "blkio.bfq.weight" },

@@ -14,7 +14,14 @@
  *            the cgroup has; INFINITY <-> "max" (v2) / -1 (v1). Quotas
  *            below the kernel's 1 ms minimum are -ERANGE.
  *   weight   cpu.weight 1..10000 as is (rounded to an integer); v1
- *            cpu.shares as systemd does it (knob_weight_to_shares).
+ *            cpu.shares as systemd does it (knob_weight_to_shares). 0 is
+ *            "idle": the cgroup's cpu.idle (5.15+, v2 and v1) at 1, as
+ *            systemd's CPUWeight=idle. The kernel then shows the least
+ *            weight in the weight file, refuses a weight while the group
+ *            is idle, and sets the default weight when it leaves idle: so
+ *            cpu.idle goes back to 0 before any weight is written, and a
+ *            record keeps cpu.idle before the weight, restored in that
+ *            order.
  *   io       v2 io.weight "default N" as is; the BFQ scheduler's own files
  *            (v2 io.bfq.weight "default N", v1 blkio.bfq.weight) one to
  *            one, saturating at 1000 (knob_io_weight_to_bfq).
@@ -53,6 +60,7 @@ struct slot {
 	bool bfq;	   /* io.bfq.weight or blkio.bfq.weight: 1..1000 */
 	char *file;	   /* the value; v1 quota: cpu.cfs_quota_us */
 	char *period;	   /* v1 quota only: cpu.cfs_period_us */
+	char *idle;	   /* weight only: cpu.idle, NULL when the kernel has none */
 	char *shown;	   /* for logs, relative to the base */
 	bool written;	   /* our last write verified; the two below valid */
 	long long wval;	   /* as written, file units */
@@ -188,7 +196,25 @@ bool knob_has_word(const char *list, const char *word)
 /* ------------------------------------------------------------------ */
 /* one knob in file units */
 
-/* The value in file units (quota: µs, -1 for max) and, for the quota, the period. */
+/* cpu.idle of a weight slot: 0 or 1 in *idle. */
+static int idle_read(const struct slot *s, long long *idle)
+{
+	char buf[32];
+	int r = knob_read_line(s->idle, buf, sizeof(buf));
+
+	if (r)
+		return r;
+	r = parse_ll(buf, idle);
+	if (!r && *idle != 0 && *idle != 1)
+		r = -EBADMSG;
+	return r;
+}
+
+/*
+ * The value in file units (quota: µs, -1 for max; weight: 0 while the
+ * group is idle) and, for the quota, the period; for a weight with a
+ * cpu.idle file, *period is that file (0 or 1).
+ */
 static int fread_value(const struct slot *s, enum action_knob kind, long long *v, long long *period)
 {
 	char buf[256], *p = buf;
@@ -215,6 +241,15 @@ static int fread_value(const struct slot *s, enum action_knob kind, long long *v
 		r = knob_read_line(s->period, pb, sizeof(pb));
 		if (r || (r = parse_ll(pb, period)))
 			return r;
+	}
+	if (kind == KNOB_CPU_WEIGHT && s->idle) {
+		r = idle_read(s, period);
+		if (r)
+			return r;
+		if (*period) {
+			*v = 0;
+			return 0;
+		}
 	}
 	/* v2 io.weight, and blkio.bfq.weight on some kernels: "default N" */
 	if (!strncmp(p, "default ", 8))
@@ -257,6 +292,10 @@ static int to_file_units(const struct slot *s, enum action_knob kind, double v, 
 	if (!isfinite(v))
 		return -ERANGE;
 	w = llround(v);
+	if (kind == KNOB_CPU_WEIGHT && w == 0) {
+		*out = 0;
+		return s->idle ? 0 : -EOPNOTSUPP;
+	}
 	if (w < (long long)CG_WEIGHT_MIN || w > (long long)CG_WEIGHT_MAX)
 		return -ERANGE;
 	if (kind == KNOB_CPU_WEIGHT)
@@ -281,6 +320,10 @@ static int to_canonical(const struct slot *s, enum action_knob kind, long long v
 	}
 	if (v < 0)
 		return -EBADMSG;
+	if (kind == KNOB_CPU_WEIGHT && v == 0) {
+		*out = 0;
+		return 0;
+	}
 	if (kind == KNOB_CPU_WEIGHT)
 		*out = s->v2 ? (double)v : knob_shares_to_weight(v);
 	else
@@ -380,6 +423,22 @@ static int slot_init(struct slot *s, const char *base, const char *dir, const ch
 	return 0;
 }
 
+/* The weight's cpu.idle in dir, when the weight is there and the kernel has it (5.15+). */
+static int idle_init(struct slot *s, const char *dir)
+{
+	if (s->why)
+		return 0;
+	if (asprintf(&s->idle, "%s/cpu.idle", dir) < 0) {
+		s->idle = NULL;
+		return -ENOMEM;
+	}
+	if (!knob_exists(s->idle)) {
+		free(s->idle);
+		s->idle = NULL;
+	}
+	return 0;
+}
+
 /*
  * A v2 knob whose file is missing: its controller is not enabled for the
  * cgroup (not in its own cgroup.controllers, which lists what its parent's
@@ -437,12 +496,16 @@ static int open_cgroupfs(struct knobs *k, const char *base, const char *rel, con
 				      gone, noweight, found);
 		if (!r && s[KNOB_CPU_WEIGHT].why == noweight)
 			v2_missing(&s[KNOB_CPU_WEIGHT], v2dir, "cpu", noweight);
+		if (!r)
+			r = idle_init(&s[KNOB_CPU_WEIGHT], v2dir);
 	} else {
 		r = slot_init(&s[KNOB_CPU_QUOTA], base, cpudir, "cpu.cfs_quota_us",
 			      "cpu.cfs_period_us", false, nov1cpu, noquota, found);
 		if (!r)
 			r = slot_init(&s[KNOB_CPU_WEIGHT], base, cpudir, "cpu.shares", NULL, false,
 				      nov1cpu, "cpu.shares missing", found);
+		if (!r)
+			r = idle_init(&s[KNOB_CPU_WEIGHT], cpudir);
 	}
 	if (r)
 		return r;
@@ -573,6 +636,7 @@ void knobs_free(struct knobs *k)
 	for (int i = 0; i < KNOB_MAX; i++) {
 		free(k->s[i].file);
 		free(k->s[i].period);
+		free(k->s[i].idle);
 		free(k->s[i].shown);
 	}
 	free(k->cpus);
@@ -595,6 +659,11 @@ bool knob_available(const struct knobs *k, enum action_knob kind, const char **w
 	if (why)
 		*why = w;
 	return !w;
+}
+
+bool knob_weight_can_idle(const struct knobs *k)
+{
+	return k->s[KNOB_CPU_WEIGHT].idle != NULL;
 }
 
 const char *knob_missing_controller(const struct knobs *k, enum action_knob kind)
@@ -659,7 +728,11 @@ int knob_write(struct knobs *k, enum action_knob kind, double value)
 		return r;
 	fformat(s, kind, want, period, buf, sizeof(buf));
 	s->written = false;
-	r = write_str(s->file, buf);
+	if (kind == KNOB_CPU_WEIGHT && s->idle && (want == 0 || period))
+		/* Idle: cpu.idle 1. A weight: cpu.idle 0 first, or the kernel refuses it. */
+		r = write_str(s->idle, want ? "0" : "1");
+	if (!r && want)
+		r = write_str(s->file, buf);
 	if (r)
 		return r;
 	r = fread_value(s, kind, &now, &period);
@@ -705,6 +778,15 @@ static int snap_files(struct slot *s, enum action_knob kind, struct knob_record 
 	char buf[64];
 	int ret;
 
+	if (kind == KNOB_CPU_WEIGHT && s->idle) {
+		/* cpu.idle first: a restore puts it back to 0 before the weight. */
+		ret = idle_read(s, &v);
+		if (!ret)
+			ret = file_add(r, s->idle, v ? "1" : "0");
+		if (!ret)
+			ret = knob_read_line(s->file, buf, sizeof(buf));
+		return ret ? ret : file_add(r, s->file, buf);
+	}
 	ret = fread_value(s, kind, &v, &period);
 	if (ret)
 		return ret;

@@ -34,6 +34,11 @@ void knobs_free(struct knobs *k);
 /* Is the knob available here; if not, why (static string; why may be NULL). */
 bool knob_available(const struct knobs *k, enum action_knob kind, const char **why);
 /*
+ * Can the CPU weight be "idle" (0): does the cgroup have cpu.idle (Linux
+ * 5.15+)? Without it a write of 0 is -EOPNOTSUPP.
+ */
+bool knob_weight_can_idle(const struct knobs *k);
+/*
  * "cpu" or "io" when the knob is unavailable because that cgroup v2
  * controller is not enabled for its cgroup (knob_subtree_plan() says
  * what would enable it); NULL otherwise.

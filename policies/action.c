@@ -40,6 +40,8 @@ void action_format_value(char *buf, size_t len, enum action_knob k, double v, in
 		value_format_ns(buf, len, v, VALUE_NS_SIGNIFICANT, 3);
 	else if (k == KNOB_CPU_FREQ)
 		snprintf(buf, len, "%.0fMHz", v / 1000);
+	else if (k == KNOB_CPU_WEIGHT && v == 0)
+		snprintf(buf, len, "idle");
 	else
 		snprintf(buf, len, "%.0f", v);
 }

@@ -24,6 +24,8 @@ struct engine_input {
 	double knob[KNOB_MAX];	      /* current values (NAN when the knob is unavailable) */
 	double cpu_usage;	      /* CPUs it used lately (1.0 = one; 0 = idle); NAN: unknown */
 	double io_usage;	      /* bytes/s of block I/O it issued lately; NAN: unknown */
+	bool no_idle;		      /* its cgroup has no cpu.idle (before 5.15): a CPU weight
+				       * range reaching idle stops at 1 */
 };
 
 struct engine;
@@ -71,12 +73,16 @@ void engine_free(struct engine *e);
  *    (or no latency figure) decides nothing, and breaks a slack streak;
  *    engine_verdict() says why;
  *  - Weights=floor (a BE policy's weights_floor): its CPU and I/O weights
- *    go straight to their floor once any LC service has a verdict (a new
+ *    go straight to their floor (a CPU weight range's "idle", 0, unless
+ *    the input says no_idle: then 1) once any LC service has a verdict (a new
  *    instance's at its first tick while one has a current verdict), are
  *    not given back while one has, and go home in one step when none has
  *    had one for 3 windows; its quota follows the rules above;
  *  - an idle BE service, using under 0.5% of a CPU (cpu_usage known), is
  *    never quota-cut: a quota throttles only what runs;
+ *  - a BE service whose CPU weight is idle (0) is quota-cut only on a
+ *    violation whose diagnosis names the CPU (or with no diagnosis):
+ *    "none" does not cut it;
  *  - a BE service is not the cause of what it did not do: no cpu.weight
  *    cut when it used under 0.5% of a CPU through the whole last window of
  *    the service that drives the cut, no io.weight cut when it issued under

@@ -199,6 +199,10 @@ static const struct value_range_spec quota_spec = {
 static const struct value_range_spec weight_spec = {
 	value_parse_weight_bound, value_format_number, 1, 10000, false,
 };
+/* cpu.weight also "idle" (0), below every weight: cpu.idle, as systemd's CPUWeight=idle. */
+static const struct value_range_spec cpu_weight_spec = {
+	value_parse_cpu_weight_bound, value_format_cpu_weight, 0, 10000, false,
+};
 /* Catches unit typos (1.2MHz for 1.2GHz); real cpufreq limits are checked at run time. */
 static const struct value_range_spec freq_spec = {
 	value_parse_frequency_bound, value_format_frequency, 10e3, 100e6, true,
@@ -221,7 +225,7 @@ static int set_cpu_quota(void *obj, const char *v, char *why)
 
 static int set_cpu_weight(void *obj, const char *v, char *why)
 {
-	return set_range(&((struct policy *)obj)->cpu_weight, &weight_spec, v, why);
+	return set_range(&((struct policy *)obj)->cpu_weight, &cpu_weight_spec, v, why);
 }
 
 static int set_io_weight(void *obj, const char *v, char *why)
@@ -288,7 +292,7 @@ static const struct ini_key policy_keys[] = {
 	[K_MIN_REQUESTS] = { S_OBJECTIVE, "MinRequests", "a whole number such as 200", set_min_requests },
 	[K_WINDOW] = { S_OBJECTIVE, "Window", "a duration such as 2s", set_window },
 	[K_CPU_QUOTA] = { S_LIMITS, "CPUQuota", "a percentage of one CPU or a range such as 10%..200%", set_cpu_quota },
-	[K_CPU_WEIGHT] = { S_LIMITS, "CPUWeight", "a weight or a range such as 10..1000", set_cpu_weight },
+	[K_CPU_WEIGHT] = { S_LIMITS, "CPUWeight", "a weight or a range such as 10..1000 (the low end may be idle)", set_cpu_weight },
 	[K_IO_WEIGHT] = { S_LIMITS, "IOWeight", "a weight or a range such as 10..1000", set_io_weight },
 	[K_CPU_FREQUENCY] = { S_LIMITS, "CPUFrequency", "a frequency or a range such as 1.2GHz..max", set_cpu_frequency },
 	[K_SLICE] = { S_LIMITS, "Slice", "a duration from 0.1ms to 100ms such as 1ms", set_slice },
@@ -783,7 +787,7 @@ int policy_describe(const struct policy *p, char *buf, size_t len)
 	}
 	sb_printf(&sb, "; limits: ");
 	sb_range(&sb, "CPUQuota", &p->cpu_quota, value_format_percent, &first);
-	sb_range(&sb, "CPUWeight", &p->cpu_weight, value_format_number, &first);
+	sb_range(&sb, "CPUWeight", &p->cpu_weight, value_format_cpu_weight, &first);
 	sb_range(&sb, "IOWeight", &p->io_weight, value_format_number, &first);
 	sb_range(&sb, "CPUFrequency", &p->cpu_freq_khz, value_format_frequency, &first);
 	sb_range(&sb, "Slice", &p->slice_ns, format_slice, &first);

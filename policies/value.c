@@ -271,6 +271,20 @@ int value_parse_weight_bound(const char *s, double *v, char *why)
 	return 0;
 }
 
+int value_parse_cpu_weight_bound(const char *s, double *v, char *why)
+{
+	int r;
+
+	if (!strcmp(s, "idle")) {
+		*v = 0;
+		return 0;
+	}
+	r = value_parse_weight_bound(s, v, why);
+	if (r == 0 && *v == 0)
+		return value_fail(why, "0 is below the minimum of 1 (below every weight: idle)");
+	return r;
+}
+
 int value_parse_frequency_bound(const char *s, double *v, char *why)
 {
 	return value_parse_frequency(s, v, why);
@@ -352,6 +366,14 @@ int value_parse_range(const char *s, const struct value_range_spec *spec, double
 	if (*lo > *hi)
 		return value_fail(why, "lower bound %s is above upper bound %s", a, b);
 	return 0;
+}
+
+void value_format_cpu_weight(double v, char *buf, size_t len)
+{
+	if (v == 0)
+		snprintf(buf, len, "idle");
+	else
+		value_format_number(v, buf, len);
 }
 
 void value_format_number(double v, char *buf, size_t len)

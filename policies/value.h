@@ -53,6 +53,8 @@ int value_parse_range(const char *s, const struct value_range_spec *spec, double
 int value_parse_percent_bound(const char *s, double *v, char *why);
 int value_parse_weight_bound(const char *s, double *v, char *why);
 int value_parse_frequency_bound(const char *s, double *v, char *why);
+/* A CPU weight bound: a weight, or "idle" (0: the cgroup's cpu.idle, as systemd's CPUWeight=idle). */
+int value_parse_cpu_weight_bound(const char *s, double *v, char *why);
 
 /* Shortest exact-ish spelling: "2ms", "1.5s", "250us"; "12.5%"; "1.2GHz"; INFINITY as "max". */
 void value_format_duration(uint64_t ns, char *buf, size_t len);
@@ -78,6 +80,8 @@ void value_format_size(uint64_t bytes, char *buf, size_t len);
 void value_format_percent(double fraction, char *buf, size_t len);
 void value_format_frequency(double khz, char *buf, size_t len);
 void value_format_number(double v, char *buf, size_t len);
+/* A CPU weight: as a number, 0 as "idle". */
+void value_format_cpu_weight(double v, char *buf, size_t len);
 
 /* Writes the reason to why (VALUE_WHY_MAX bytes) and returns -EINVAL. */
 int value_fail(char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -129,9 +129,10 @@ class Rig:
             self.hog = None
 
     def write_policies(self, target_us, dry_run=False, web_extra="", batch_extra="",
-                       weights="reactive"):
+                       weights="reactive", weight="1..100"):
         """weights: the batch policy's Weights= (None: left out, the default: floor).
-        Reactive for the tests of cuts and give-backs on violations."""
+        Reactive for the tests of cuts and give-backs on violations. weight: its
+        CPUWeight= range."""
         pol = os.path.join(self.dir, "policies")
         os.makedirs(pol, exist_ok=True)
         with open(os.path.join(pol, "web.policy"), "w") as f:
@@ -140,8 +141,9 @@ class Rig:
                     % (self.web.rel, target_us, WINDOW, web_extra))
         with open(os.path.join(pol, "batch.policy"), "w") as f:
             f.write("[Service]\nCgroup=%s\nClass=best-effort\n"
-                    "[Limits]\nCPUWeight=1..100\nCPUQuota=5%%..max\n%s%s"
-                    % (self.batch.rel, "Weights=%s\n" % weights if weights else "", batch_extra))
+                    "[Limits]\nCPUWeight=%s\nCPUQuota=5%%..max\n%s%s"
+                    % (self.batch.rel, weight, "Weights=%s\n" % weights if weights else "",
+                       batch_extra))
         self.state = os.path.join(self.dir, "state")
         self.decisions = os.path.join(self.dir, "decisions.jsonl")
         if os.path.exists(self.decisions):
@@ -180,6 +182,19 @@ class Rig:
         r = lg.result(timeout=LEAD_S + CONTROL_S + 30)
         share = (cpu_usage_ns(self.batch) - u0) / 1e9 / (time.monotonic() - t0)
         return r, share, t_hog, led, dump
+
+    def stop_all(self, tw_proc, files, r, dump, t_hog):
+        """SIGTERM to tailwarden, then the hog; the knob files after, the requests after
+        the hog started (after_hog()) and the decisions, each logged."""
+        self.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
+        after = snapshot(files)
+        self.stop_hog()
+        reqs, end, per_s = after_hog(r, dump, t_hog)
+        ds = self.decisions_list()
+        for d in ds:
+            info("decision at %+.1fs: %s %s -> %s: %s" % (d["ts"] - t_hog, d["knob"], d["old"],
+                                                         d["new"], d["reason"]))
+        return after, reqs, end, per_s, ds
 
     def log_text(self):
         self.log.flush()
@@ -335,14 +350,7 @@ def test_weights_floor():
         t_idle = time.monotonic()
         home = wait_shares(files, orig["cpu.shares"], 10)
         home_s = time.monotonic() - t_idle
-        rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
-        after = snapshot(files)
-        rig.stop_hog()
-        reqs, end, per_s = after_hog(r, dump, t_hog)
-        ds = rig.decisions_list()
-        for d in ds:
-            info("decision at %+.1fs: %s %s -> %s: %s" % (d["ts"] - t_hog, d["knob"], d["old"],
-                                                         d["new"], d["reason"]))
+        after, reqs, end, per_s, ds = rig.stop_all(tw_proc, files, r, dump, t_hog)
         check(ds and "Weights=floor" in ds[0]["reason"],
               "the first decision is not the default's floor: %s" % (ds[:1],))
         first2 = pct99([lat for t, lat in reqs if t < 2])
@@ -366,6 +374,48 @@ def test_weights_floor():
                 "idle; restored [calibration: %s]"
                 % (rig.rate, rig.hogs, alone, hog, target, first2, end, whole, len(over),
                    100 * hog_share, home_s, tried))
+
+
+def test_idle_floor():
+    """CPUWeight=idle..100 under the default Weights=floor: the hog's cgroup is idle
+    (cpu.idle 1) before the hog starts; the p99 after the
+    hog started is under target, with at most one second over, while the hog keeps
+    CPU; after SIGTERM cpu.idle is 0 and cpu.shares its own again."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="idle") as sess:
+        rig = Rig(sess)
+        files = knob_files(rig.batch)
+        files["cpu.idle"] = os.path.join(os.path.dirname(files["cpu.shares"]), "cpu.idle")
+        if not os.path.exists(files["cpu.idle"]):
+            raise tw.Skip("no cpu.idle in this kernel (Linux 5.15+)")
+        alone, hog, target, tried = calibrate(rig)
+        orig = snapshot(files)
+        tw_proc = rig.run(rig.write_policies(target, weights=None, weight="idle..100"))
+        r, hog_share, t_hog, lead, dump = rig.hog_phase(
+            lambda: wait_shares({"cpu.shares": files["cpu.idle"]}, "1", LEAD_S + 2))
+        shares_held = readf(files["cpu.shares"])
+        after, reqs, end, per_s, ds = rig.stop_all(tw_proc, files, r, dump, t_hog)
+        whole = pct99([lat for t, lat in reqs])
+        over = [s for s, p in per_s if p is not None and p > target]
+        check(rc_ok(tw_proc), "tailwarden run exited %s after SIGTERM" % tw_proc.returncode)
+        check(ds and ds[0]["knob"] == "cpu.weight" and ds[0]["new"] == 0 and
+              "idle" in ds[0]["reason"], "the first decision is not the floor at idle: %s"
+              % (ds[:1],))
+        check(lead == "1", "batch's cpu.idle %s before the hog started, expected 1" % lead)
+        # The kernel shows an idle group's weight as its least (cpu.shares 3), and
+        # sets the default back when it leaves idle: the restore writes the weight after.
+        info("cpu.shares while idle: %s" % shares_held)
+        check(whole <= target, "p99 of the %.0f s after the hog started %.0f us > target %d us"
+              % (end, whole, target))
+        check(len(over) <= 1, "%d seconds over the target %d us with the hog idle: %s"
+              % (len(over), target, over))
+        check(hog_share >= 0.25, "the hog got only %.0f%% of a CPU" % (100 * hog_share))
+        check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
+        return ("%d req/s, %d hogs: p99 alone %.0f us, with hog %.0f us, target %d us; idle "
+                "before the hog; p99 of the %.0f s after the hog started %.0f us (%d seconds "
+                "over, worst second %.0f us); hog kept %.0f%% of CPU 0; restored "
+                "[calibration: %s]"
+                % (rig.rate, rig.hogs, alone, hog, target, end, whole, len(over),
+                   max(p for _, p in per_s if p is not None), 100 * hog_share, tried))
 
 
 def own_load_calibrate(rig, target):
@@ -1132,6 +1182,7 @@ def test_fresh_host():
 TESTS = [
     ("closed_loop", test_closed_loop),
     ("weights_floor", test_weights_floor),
+    ("idle_floor", test_idle_floor),
     ("be_share", test_be_share),
     ("own_load", test_own_load),
     ("burst", test_burst),
@@ -1152,7 +1203,7 @@ def main(argv):
             return "%s not built (run make)" % tw.TAILWARDEN
         return None
 
-    return tw.main(__doc__, TESTS, argv, "BPF, cgroups", retry=('closed_loop', 'weights_floor', 'be_share', 'own_load', 'burst', 'restart'), prepare=prepare)
+    return tw.main(__doc__, TESTS, argv, "BPF, cgroups", retry=('closed_loop', 'weights_floor', 'idle_floor', 'be_share', 'own_load', 'burst', 'restart'), prepare=prepare)
 
 
 if __name__ == "__main__":

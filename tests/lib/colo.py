@@ -371,9 +371,10 @@ class Rig:
 
     def write_config(self, tag="tw", target=None, dry_run=False, extra="", web_limits="",
                      scan_limits="CPUWeight=1..100\nCPUQuota=5%..max\nIOWeight=10..100",
-                     be_extra="", more=None):
+                     be_extra="", more=None, batch_weight="1..100"):
         """be_extra: more [Limits] lines for both best-effort policies (Weights=floor).
-        more: further policy files, name -> text."""
+        more: further policy files, name -> text. batch_weight: batch's CPUWeight= range
+        ("idle..100": its floor is cpu.idle)."""
         d = os.path.join(self.dir, tag)
         pol = os.path.join(d, "policies")
         os.makedirs(pol, exist_ok=True)
@@ -383,7 +384,8 @@ class Rig:
                           % (self.web.rel, target or self.target,
                              "[Limits]\n%s\n" % web_limits if web_limits else ""),
             "batch.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n"
-                            "CPUWeight=1..100\nCPUQuota=5%%..max\n%s\n" % (self.batch.rel, be_extra),
+                            "CPUWeight=%s\nCPUQuota=5%%..max\n%s\n"
+                            % (self.batch.rel, batch_weight, be_extra),
             "scan.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n%s\n%s\n"
                            % (self.scan.rel, scan_limits, be_extra),
         }

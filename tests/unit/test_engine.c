@@ -1629,6 +1629,55 @@ static void test_weights_floor_default(void **state)
 	assert_true(f->in[1].knob[KNOB_IO_WEIGHT] == 100);
 }
 
+/*
+ * CPUWeight=idle..100: the floor is idle (0), said as such; where the
+ * cgroup has no cpu.idle (engine_input.no_idle) it is 1. Reactive cuts
+ * reach idle from the least weight.
+ */
+static void test_weights_floor_idle(void **state)
+{
+	struct fx *f = *state;
+
+	f->pol[1].weights_floor = true;
+	f->pol[1].cpu_weight = range(0, 100);
+	start(f);
+	assert_int_equal(window(f, 0.3, 1000, NULL), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 0);
+	assert_string_equal(
+		find(f, 1, KNOB_CPU_WEIGHT)->reason,
+		"web p99 303us <= target 2ms (slack 0.85, 1 window above 0.20); cut batch "
+		"cpu.weight 100 -> idle (Weights=floor: a latency-critical service serves; idle, "
+		"its CPU goes to whoever wakes, so the floor costs nothing while there is room)");
+	/* A violation with nothing standing out: idle, no quota cut. */
+	struct diagnosis none = diag(DIAG_NONE, DIAG_CAUSE_UNKNOWN);
+	struct diagnosis cpu = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
+
+	assert_int_equal(window(f, 3.42, 1000, &none), 0);
+	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
+	/* The CPU named: the quota, at once (the floor held a window). */
+	assert_int_equal(window(f, 3.42, 1000, &cpu), 1);
+	assert_non_null(find(f, 1, KNOB_CPU_QUOTA));
+	/* No cpu.idle here: a new instance's floor is 1. */
+	engine_service_reset(f->e, 1);
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	f->in[1].no_idle = true;
+	f->now += SEC / 2;
+	run_tick(f);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 1);
+}
+
+static void test_reactive_cut_to_idle(void **state)
+{
+	struct fx *f = *state;
+
+	f->pol[1].cpu_weight = range(0, 100);
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 1;
+	start(f);
+	window(f, 3.42, 1000, NULL);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 0);
+	assert_non_null(strstr(find(f, 1, KNOB_CPU_WEIGHT)->reason, "cpu.weight 1 -> idle"));
+}
+
 /* An idle best-effort service's quota (under 0.5% of a CPU used) is left alone. */
 static void test_idle_quota_left_alone(void **state)
 {
@@ -1817,6 +1866,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_weights_floor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_weights_floor_default, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_weights_floor_idle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reactive_cut_to_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_quota_left_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_not_the_cause, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_best_effort_share, setup, teardown),

@@ -303,10 +303,66 @@ static void test_v2_weights(void **state)
 	/* io.weight with per-device lines: the default is ours. */
 	put(t->base, "a/b/io.weight", "default 70\n8:0 300\n");
 	assert_true(rd(k, KNOB_IO_WEIGHT) == 70);
-	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 0), -ERANGE);
+	/* No cpu.idle (before 5.15): no idle. */
+	assert_false(knob_weight_can_idle(k));
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 0), -EOPNOTSUPP);
+	assert_string_equal(get(t->base, "a/b/cpu.weight"), "50");
 	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 10001), -ERANGE);
 	assert_int_equal(knob_write(k, KNOB_IO_WEIGHT, INFINITY), -ERANGE);
 	knobs_free(k);
+}
+
+/*
+ * Weight 0 is idle: cpu.idle 1, the weight file left alone; a weight
+ * after it puts cpu.idle back to 0 first (the kernel refuses a weight
+ * while the group is idle). The record keeps cpu.idle before the weight,
+ * so a restore undoes them in that order. v2 and v1 alike.
+ */
+static void check_idle(struct tree *t, const char *rel, const char *idle, const char *wfile,
+		       const char *home, const char *w50)
+{
+	struct knob_state *s;
+	struct knobs *k = open_ok(t, rel);
+
+	assert_true(knob_weight_can_idle(k));
+	assert_true(rd(k, KNOB_CPU_WEIGHT) == 100);
+	assert_int_equal(knob_state_open(t->state, &s), 0);
+	assert_int_equal(knob_state_record(s, t->base, rel, KNOB_CPU_WEIGHT, 100), 0);
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 0), 0);
+	assert_string_equal(get(t->base, idle), "1");
+	assert_string_equal(get(t->base, wfile), home);
+	assert_true(rd(k, KNOB_CPU_WEIGHT) == 0);
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 50), 0);
+	assert_string_equal(get(t->base, idle), "0");
+	assert_string_equal(get(t->base, wfile), w50);
+	assert_true(rd(k, KNOB_CPU_WEIGHT) == 50);
+	assert_int_equal(knob_write(k, KNOB_CPU_WEIGHT, 0), 0);
+	/* Read from the files alone (a fresh open): idle is 0. */
+	knobs_free(k);
+	k = open_ok(t, rel);
+	assert_true(rd(k, KNOB_CPU_WEIGHT) == 0);
+	assert_int_equal(knob_state_restore_all(s, t->base), 1);
+	assert_string_equal(get(t->base, idle), "0");
+	assert_string_equal(get(t->base, wfile), home);
+	assert_true(rd(k, KNOB_CPU_WEIGHT) == 100);
+	knob_state_free(s);
+	knobs_free(k);
+}
+
+static void test_v2_idle(void **state)
+{
+	struct tree *t = *state;
+
+	put(t->base, "a/b/cpu.idle", "0\n");
+	check_idle(t, "/a/b", "a/b/cpu.idle", "a/b/cpu.weight", "100", "50");
+}
+
+static void test_v1_idle(void **state)
+{
+	struct tree *t = *state;
+
+	put(t->base, "cpu/a/cpu.idle", "0\n");
+	check_idle(t, "/a", "cpu/a/cpu.idle", "cpu/a/cpu.shares", "1024", "512");
 }
 
 static void test_v2_unavailable(void **state)
@@ -1257,6 +1313,8 @@ int main(void)
 		cmocka_unit_test(test_cpulist),
 		cmocka_unit_test_setup_teardown(test_v2_quota, setup_v2, teardown),
 		cmocka_unit_test_setup_teardown(test_v2_weights, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_v2_idle, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_v1_idle, setup_v1, teardown),
 		cmocka_unit_test_setup_teardown(test_v2_unavailable, setup_v2, teardown),
 		cmocka_unit_test_setup_teardown(test_v2_vanished, setup_v2, teardown),
 		cmocka_unit_test_setup_teardown(test_v1, setup_v1, teardown),
