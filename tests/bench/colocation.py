@@ -37,6 +37,8 @@ Arms, interleaved in rotating order so that drift on the host hits all:
   tailwarden  `tailwarden run` with the default policy (Weights=floor: the
               best-effort weights sit at their floor while a latency-critical
               service serves)
+  idle        the same with `CPUWeight=idle..100` in the best-effort policies:
+              their floor is cpu.idle, below every weight
   slice       (scenario 1) the same, with `Slice=0.1ms` in nginx's policy
   reactive    `Weights=reactive` in the best-effort policies: their weights
               are cut on violations and given back in slack
@@ -78,8 +80,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchdoc  # noqa: E402
 from colo import fmt_us  # noqa: E402
 
-ALL_ARMS = ("none", "static", "tailwarden", "slice", "reactive")
-TW_ARMS = ("tailwarden", "slice", "reactive")
+ALL_ARMS = ("none", "static", "tailwarden", "idle", "slice", "reactive")
+TW_ARMS = ("tailwarden", "idle", "slice", "reactive")
 SLICE = "0.1ms"
 PERIOD_S = 0.5
 OVERLOAD = 1.3          # scenario 5: the step over what nginx serves of it (open loop)
@@ -101,13 +103,13 @@ class Scenario:
 SCENARIOS = {
     "1": Scenario("1", "today", "hog, load x2, disk reader", 60, ALL_ARMS, ("web",), 10),
     "2": Scenario("2", "two-lc", "nginx p99 and memcached p99.9, hog, disk reader", 40,
-                  ("none", "static", "tailwarden", "reactive"), ("web", "cache"), 10),
+                  ("none", "static", "tailwarden", "idle", "reactive"), ("web", "cache"), 10),
     "3": Scenario("3", "burst", "a hog bursting on and off every 1-3 s", 40,
-                  ("none", "static", "tailwarden", "reactive"), ("web",), 5),
+                  ("none", "static", "tailwarden", "idle", "reactive"), ("web",), 5),
     "4": Scenario("4", "restart", "a best-effort service restarted twice (new cgroup)", 40,
-                  ("none", "static", "tailwarden", "reactive"), ("web",), 5),
+                  ("none", "static", "tailwarden", "idle", "reactive"), ("web",), 5),
     "5": Scenario("5", "own-load", "nginx's own load beyond one CPU, hog beside it", 45,
-                  ("none", "static", "tailwarden", "reactive"), ("web",), 5),
+                  ("none", "static", "tailwarden", "idle", "reactive"), ("web",), 5),
 }
 
 
@@ -214,9 +216,13 @@ class Arm:
                                         "[Objective]\nPercentile=99.9\nTarget=%dus\n"
                                         "MinRequests=1000\nWindow=1s\n"
                                         % (rig.cache.rel, self.cal["mc_target"]))
+            weight = "idle..100" if arm == "idle" else "1..100"
             rig.write_config(tag="s%s-%s" % (self.scen.key, arm),
                              web_limits="Slice=%s" % SLICE if arm == "slice" else "",
-                             be_extra="Weights=reactive" if arm == "reactive" else "", more=more)
+                             be_extra="Weights=reactive" if arm == "reactive" else "", more=more,
+                             batch_weight=weight,
+                             scan_limits="CPUWeight=%s\nCPUQuota=5%%..max\nIOWeight=10..100"
+                             % weight)
             rig.start_tailwarden()
 
     def lc_cgroups(self):

@@ -271,8 +271,8 @@ def test_v1_refused(env):
     check(readf(f["quota"]) == "-1", "refused write changed %s to %s" % (f["quota"], readf(f["quota"])))
     rc, _, err = tool("write", CG, rel, "cpu.max", "0.005")  # 500 µs < 1 ms
     check(rc == 1 and "out of range" in err, "quota below 1 ms: exit %d %r" % (rc, err))
-    rc, _, err = tool("write", CG, rel, "cpu.weight", "0")
-    check(rc == 1 and "out of range" in err, "weight 0: exit %d %r" % (rc, err))
+    rc, _, err = tool("write", CG, rel, "cpu.weight", "10001")
+    check(rc == 1 and "out of range" in err, "weight 10001: exit %d %r" % (rc, err))
     check_restored({p: v for p, v in orig.items() if p in f.values()}, "after refused writes")
     tool_ok("write", CG, parent, "cpu.max", "max")
     check_restored(orig, "parent")
@@ -281,6 +281,40 @@ def test_v1_refused(env):
     rc, _, err = tool("read", CG, rel, "cpu.weight")
     check(rc == 1 and "No such file" in err, "removed cgroup: exit %d %r" % (rc, err))
     return "kernel EINVAL, -ERANGE twice, ENOENT"
+
+
+def test_v1_idle(env):
+    """Weight 0 is idle on the real kernel: cpu.idle 1; a weight after it puts cpu.idle
+    back to 0 first (the kernel refuses a weight while idle). Held idle, then SIGTERM:
+    cpu.idle 0 and then the original weight (leaving idle, the kernel sets the default
+    1024, so 512 back proves the order)."""
+    need_v1()
+    env.mkcg(env.prefix)
+    rel = env.mkcg(env.prefix + "/x")
+    f = v1_files(rel)
+    idle = os.path.join(os.path.dirname(f["shares"]), "cpu.idle")
+    if not os.path.exists(idle):
+        raise Skip("no cpu.idle in this kernel (Linux 5.15+)")
+    tool_ok("write", CG, rel, "cpu.weight", "0")
+    check(readf(idle) == "1", "cpu.idle %s after weight 0, expected 1" % readf(idle))
+    check(read_value(CG, rel, "cpu.weight") == 0, "weight 0 does not read back as 0")
+    tool_ok("write", CG, rel, "cpu.weight", "50")
+    check((readf(idle), readf(f["shares"])) == ("0", "512"),
+          "after weight 50: cpu.idle %s, cpu.shares %s" % (readf(idle), readf(f["shares"])))
+    state = env.tmpdir()
+    p = hold(env, state, CG, rel, "cpu.weight=0")
+    held = (readf(idle), readf(f["shares"]))
+    check(held[0] == "1", "held at 0: cpu.idle %s" % held[0])
+    rec = [k for k in state_knobs(state) if k["knob"] == "cpu.weight"][0]
+    paths = [x["path"] for x in rec["snapshot"]["files"]]
+    check(paths == [idle, f["shares"]], "the record's files %s, expected cpu.idle first" % paths)
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(10)
+    check(rc == 0, "hold exited %d after SIGTERM: %s" % (rc, p.stderr.read().strip()))
+    check((readf(idle), readf(f["shares"])) == ("0", "512"),
+          "after SIGTERM: cpu.idle %s, cpu.shares %s, expected 0 and 512"
+          % (readf(idle), readf(f["shares"])))
+    return "idle and back, cpu.shares %s while idle; restored cpu.idle 0 then 512" % held[1]
 
 
 def test_sigterm_restore(env):
@@ -475,6 +509,7 @@ def inside_namespace():
 TESTS = [
     ("v1_knobs", test_v1_knobs),
     ("v1_refused", test_v1_refused),
+    ("v1_idle", test_v1_idle),
     ("sigterm_restore", test_sigterm_restore),
     ("crash_restore", test_crash_restore),
     ("cpufreq_absent", test_cpufreq_absent),
