@@ -993,7 +993,7 @@ static int worst_for(const struct engine *e, unsigned route, int b, uint64_t now
 		const struct service_mem *s = &e->s[i];
 
 		/* Its short slice first: the CPU route's cuts wait a window to see it. */
-		if (route == ROUTE_CPU && s->slice_now)
+		if ((route & (ROUTE_CPU | ROUTE_CPU_NAMED)) && s->slice_now)
 			continue;
 		if (b >= 0 && cut_held(e, (size_t)b, now))
 			continue;

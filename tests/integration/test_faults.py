@@ -806,9 +806,11 @@ def test_admin_change():
                     for name, cg in cgs.items():
                         if k["cgroup"] != cg.rel or k["knob"] != "cpu.weight":
                             continue
-                        f0 = k["snapshot"]["files"][0]
-                        if "written" in f0 and f0["written"] == colo.readf(shares_of(name)):
-                            return name, f0["written"]
+                        # The weight's file (cpu.idle, where the kernel has it, comes first).
+                        for f0 in k["snapshot"]["files"]:
+                            if f0["path"] == shares_of(name) and "written" in f0 and \
+                                    f0["written"] == colo.readf(shares_of(name)):
+                                return name, f0["written"]
                 return None
 
             cut = None

@@ -1514,6 +1514,24 @@ static void test_slice_first_rung(void **state)
 	assert_null(find(f, 0, KNOB_SCHED_SLICE));
 }
 
+/* With the best-effort service idle, the short slice still comes alone, before its quota. */
+static void test_slice_first_rung_idle(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
+
+	slice_policy(f);
+	f->pol[1].weights_floor = true;
+	f->pol[1].cpu_weight = range(0, 100);
+	start(f);
+	assert_int_equal(window(f, 0.3, 1000, NULL), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 0);
+	assert_int_equal(window(f, 3.42, 1000, &d), 1);
+	assert_int_equal(f->acts[0].knob, KNOB_SCHED_SLICE);
+	assert_int_equal(window(f, 3.42, 1000, &d), 1);
+	assert_non_null(find(f, 1, KNOB_CPU_QUOTA));
+}
+
 /* Without kernel support (NAN) or without Slice=, the ladder starts with the weight as before. */
 static void test_slice_unavailable(void **state)
 {
@@ -1867,6 +1885,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_weights_floor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_weights_floor_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_weights_floor_idle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slice_first_rung_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reactive_cut_to_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_quota_left_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_not_the_cause, setup, teardown),
