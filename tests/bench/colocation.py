@@ -216,13 +216,10 @@ class Arm:
                                         "[Objective]\nPercentile=99.9\nTarget=%dus\n"
                                         "MinRequests=1000\nWindow=1s\n"
                                         % (rig.cache.rel, self.cal["mc_target"]))
-            weight = "idle..100" if arm == "idle" else "1..100"
             rig.write_config(tag="s%s-%s" % (self.scen.key, arm),
                              web_limits="Slice=%s" % SLICE if arm == "slice" else "",
                              be_extra="Weights=reactive" if arm == "reactive" else "", more=more,
-                             batch_weight=weight,
-                             scan_limits="CPUWeight=%s\nCPUQuota=5%%..max\nIOWeight=10..100"
-                             % weight)
+                             be_weight="idle..100" if arm == "idle" else "1..100")
             rig.start_tailwarden()
 
     def lc_cgroups(self):
