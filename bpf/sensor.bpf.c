@@ -70,17 +70,31 @@ const volatile bool outbound = false;
  * the other modes they start at that read: no queued phase.
  */
 const volatile bool arrival_stamps = false;
+/*
+ * Only the cgroups user space lists in tw_watched (`tailwarden run`: the
+ * policies' cgroups) are followed; a connection of any other cgroup is
+ * marked ignored at its first event and costs every later one the storage
+ * lookup and two compares (attribute). Off (top, record), every cgroup is.
+ */
+const volatile bool watch_listed = false;
+/*
+ * The list's generation: user space bumps it after each change of
+ * tw_watched, so that a connection ignored under an older list asks again
+ * (a cgroup named, or created, after its connections opened). Never 0.
+ */
+volatile __u64 watch_gen = 1;
 
 /* Bytes are added to the per-cgroup counters in batches (see sensor.h). */
 #define FLUSH_BYTES (64 * 1024)
 #define FLUSH_NS 100000000ULL
 
 enum phase {
-	PH_IDLE = 0,  /* server: no request being read or answered; client: nothing sent */
-	PH_RECV = 2,  /* server: request being read */
-	PH_REPLY = 3, /* server: reply being sent (span open) */
-	PH_REQ = 4,   /* client: request sent, awaiting the reply */
-	PH_RESP = 5,  /* client: reply arriving */
+	PH_IDLE = 0,	/* server: no request being read or answered; client: nothing sent */
+	PH_IGNORED = 1, /* of a cgroup not listed (watch_listed), as of generation start_ns */
+	PH_RECV = 2,	/* server: request being read */
+	PH_REPLY = 3,	/* server: reply being sent (span open) */
+	PH_REQ = 4,	/* client: request sent, awaiting the reply */
+	PH_RESP = 5,	/* client: reply arriving */
 };
 
 /*
@@ -101,8 +115,8 @@ enum phase {
  * on busy connections: see server_recv.
  */
 struct conn {
-	__u64 cgid;	    /* cgroup the connection is attributed to, 0 = none yet */
-	__u64 start_ns;	    /* request arrival (server) or first send (client) */
+	__u64 cgid;	/* cgroup the connection is attributed to, 0 = none yet */
+	__u64 start_ns; /* request arrival (server), first send (client); PH_IGNORED: generation */
 	__u64 last_send_ns; /* when the last send of the current reply returned (server) */
 	__u64 flushed_ns;   /* when the byte counts were last added to the cgroup's */
 	__u32 pend_in; /* bytes not yet added to the cgroup's counters (< 64 KiB + one call's) */
@@ -143,6 +157,15 @@ struct {
 	__type(key, __u64); /* cgroup2 id */
 	__type(value, struct tw_cg_counters);
 } tw_cg_counters SEC(".maps");
+
+/* watch_listed: the cgroups to follow (their cgroup2 ids; the value is unused). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, __u8);
+} tw_watched SEC(".maps");
 
 /* Histogram slots (see sensor_abi.h); user space sizes all three alike. */
 struct {
@@ -402,22 +425,23 @@ static __always_inline __u8 sock_dir(const struct sock *sk)
  * were established before we attached, here, at their first event. Client
  * connections have none unless outbound spans are on, so that their
  * events, half of all on a host that is also the client (loopback
- * benchmarks, proxies, sidecars), stop at a load or two: no socket
- * storage at all (sk_bpf_storage NULL), or a socket that never listened.
+ * benchmarks, proxies, sidecars), stop at a load: a socket that never
+ * listened. That test comes before the storage lookup, which is not free
+ * (a helper call) even for a socket without storage of ours: the
+ * contention signals' flow figures put theirs on every TCP socket.
  */
 static __always_inline struct conn *conn_of(struct sock *sk, const struct tcp_sock *tp)
 {
+	__u8 dir = sock_dir(sk);
 	struct conn *c;
-	__u8 dir;
 
+	if (dir == TW_DIR_CLIENT && !outbound)
+		return NULL;
 	if (sk->sk_bpf_storage) {
 		c = bpf_sk_storage_get(&tw_sk_conns, sk, NULL, 0);
 		if (c)
 			return c;
 	}
-	dir = sock_dir(sk);
-	if (dir == TW_DIR_CLIENT && !outbound)
-		return NULL;
 	return conn_get_sk(sk, tp, dir);
 }
 
@@ -439,7 +463,11 @@ static __always_inline struct conn *conn_get_addr(__u64 key, __u8 dir)
 /*
  * Attribute the connection to the current task's cgroup on its first
  * task-context event; it stays there even if the socket is later passed
- * to a process in another cgroup. false when the cgroup table is full.
+ * to a process in another cgroup. false when the cgroup table is full, or
+ * when the cgroup is not listed (watch_listed): the connection is then
+ * ignored until the list changes. The task's cgroup, not the socket's: a
+ * socket-activated service's listener, and so every connection it
+ * accepts, belongs to the cgroup of the manager that opened it.
  */
 static __always_inline bool attribute(struct conn *c)
 {
@@ -448,7 +476,15 @@ static __always_inline bool attribute(struct conn *c)
 
 	if (c->cgid)
 		return true;
+	if (c->phase == PH_IGNORED && c->start_ns == watch_gen)
+		return false;
 	cgid = bpf_get_current_cgroup_id();
+	if (watch_listed && !bpf_map_lookup_elem(&tw_watched, &cgid)) {
+		c->phase = PH_IGNORED;
+		c->start_ns = watch_gen;
+		return false;
+	}
+	c->phase = PH_IDLE; /* if it was ignored under an older list */
 	cnt = cg_counters(cgid);
 	if (!cnt)
 		return false;

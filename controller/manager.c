@@ -57,8 +57,6 @@
 /* A lost or missing bus is tried again this often. */
 #define BUS_RETRY_USEC (5 * 1000000ULL)
 
-static const struct sensor_opts sensor_defaults = SENSOR_OPTS_DEFAULT;
-
 static void services_free(struct manager *m)
 {
 	for (size_t i = 0; m->svc && i < m->set->n; i++) {
@@ -71,6 +69,8 @@ static void services_free(struct manager *m)
 	m->in = NULL;
 	free(m->acts);
 	m->acts = NULL;
+	free(m->watch_ids);
+	m->watch_ids = NULL;
 }
 
 static bool any_unit(const struct manager *m)
@@ -266,7 +266,8 @@ static int services_new(struct manager *m)
 	m->svc = calloc(m->set->n ? m->set->n : 1, sizeof(*m->svc));
 	m->in = calloc(m->set->n ? m->set->n : 1, sizeof(*m->in));
 	m->acts = calloc(m->nacts, sizeof(*m->acts));
-	if (!m->svc || !m->in || !m->acts)
+	m->watch_ids = calloc(m->set->n ? m->set->n : 1, sizeof(*m->watch_ids));
+	if (!m->svc || !m->in || !m->acts || !m->watch_ids)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->set->n; i++) {
 		struct service_rt *s = &m->svc[i];
@@ -660,6 +661,27 @@ static bool no_idle(struct service_rt *s)
 	return true;
 }
 
+/*
+ * Hand the request sensor the cgroups of the services found, after each
+ * tick's lookups: a connection opened in a service's cgroup before it was
+ * listed (a restarted unit's first clients) is followed from its next
+ * event. A full table (more cgroups than it holds) keeps the last list.
+ */
+static void watch_services(struct manager *m)
+{
+	uint64_t *ids = m->watch_ids;
+	int r;
+
+	for (size_t i = 0; i < m->set->n; i++)
+		ids[i] = m->svc[i].sv.cgid;
+	r = sensor_watch(m->sensor, ids, m->set->n);
+	if (r && !m->watch_failed)
+		log_warning_errno(
+			r,
+			"Failed to list the services' cgroups for the request sensor (%m), keeping the last list");
+	m->watch_failed = r != 0;
+}
+
 static void sense_service(struct manager *m, struct service_rt *s,
 			  const struct sensor_snapshot *now, struct contention_snapshot *cnow,
 			  uint64_t tick, double iv, struct engine_input *in)
@@ -810,6 +832,7 @@ static int tick(struct manager *m, uint64_t usec)
 	for (size_t i = 0; i < m->set->n; i++)
 		sense_service(m, &m->svc[i], now, cnow, feed_tick_index(usec, m->cfg->period_ns),
 			      iv, &m->in[i]);
+	watch_services(m);
 	n = engine_tick(m->engine, usec * 1000, m->in, m->acts, m->nacts);
 	if (n < 0)
 		log_error_errno(n, "Failed to decide this tick (policy engine: %m), ignoring");
@@ -988,16 +1011,23 @@ static int on_exit_signal(sd_event_source *src, const struct signalfd_siginfo *s
 	return sd_event_exit(m->event, 0);
 }
 
+/*
+ * The request sensor follows the policies' cgroups only: traffic of any
+ * other cgroup stops at a compare (watch_services).
+ */
 static int open_sensors(struct manager *m)
 {
+	struct sensor_opts so = SENSOR_OPTS_DEFAULT;
 	const struct sensors_opts o = {
-		.sensor = &sensor_defaults,
+		.sensor = &so,
 		.signals = m->o.no_contention ? 0 : CONT_DEFAULT,
 		.cgroup_base = m->cfg->cgroup_base,
 		.without = "policies act on latency alone",
 	};
-	int r = sensors_open(&o, &m->sensor, &m->cont);
+	int r;
 
+	so.watch_listed = true;
+	r = sensors_open(&o, &m->sensor, &m->cont);
 	if (!r)
 		sensors_log_mode(m->sensor);
 	return r;
@@ -1068,6 +1098,8 @@ int manager_new(const struct manager_opts *o, struct manager **out)
 	r = m->engine ? services_new(m) : -ENOMEM;
 	if (!r)
 		r = open_sensors(m);
+	if (!r)
+		watch_services(m);
 	if (!r)
 		r = open_outputs(m);
 	if (!r)

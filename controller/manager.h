@@ -85,6 +85,8 @@ struct manager {
 	struct decisions *decisions; /* NULL without DecisionLog= */
 	struct engine_input *in;     /* per-tick scratch, sized by the policy set */
 	struct action *acts;
+	uint64_t *watch_ids; /* per-tick scratch: the services' cgroups (watch_services) */
+	bool watch_failed;   /* the last sensor_watch() failed (said once) */
 	size_t nacts;
 	struct qos_sample *q; /* one service's tick, while it is sensed */
 	struct contention_sample *c;

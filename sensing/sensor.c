@@ -21,6 +21,8 @@ struct sensor {
 	char reason_buf[320]; /* when the reason is made at load (load_fallback) */
 	int ncpus;
 	struct tw_cg_sums *pcs; /* one slot's per-CPU sums (sensor_read's buffer) */
+	uint64_t *watched;	/* opts.watch_listed: the list in tw_watched, sorted */
+	size_t nwatched;
 };
 
 struct snap_entry {
@@ -193,11 +195,14 @@ static int configure(struct sensor_bpf *skel, const struct sensor_opts *o, enum 
 	skel->rodata->conns_by_addr = mode == SENSOR_MODE_SYSCALL;
 	skel->rodata->outbound = o->outbound;
 	skel->rodata->arrival_stamps = mode == SENSOR_MODE_ARRIVAL;
+	skel->rodata->watch_listed = o->watch_listed;
 	/* Other modes keep connection state in socket storage instead. */
 	r = bpf_map__set_max_entries(skel->maps.tw_conns,
 				     mode == SENSOR_MODE_SYSCALL ? o->max_conns : 1);
 	if (!r)
 		r = bpf_map__set_max_entries(skel->maps.tw_cg_counters, o->max_cgroups);
+	if (!r)
+		r = bpf_map__set_max_entries(skel->maps.tw_watched, o->max_cgroups);
 	if (!r)
 		r = bpf_map__set_max_entries(skel->maps.tw_cg_hists, hist_slots(o));
 	if (!r)
@@ -330,7 +335,71 @@ void sensor_free(struct sensor *s)
 		return;
 	sensor_bpf__destroy(s->skel);
 	free(s->pcs);
+	free(s->watched);
 	free(s);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool sorted_has(const uint64_t *v, size_t n, uint64_t id)
+{
+	return bsearch(&id, v, n, sizeof(*v), cmp_u64) != NULL;
+}
+
+int sensor_watch(struct sensor *s, const uint64_t *ids, size_t n)
+{
+	int fd = bpf_map__fd(s->skel->maps.tw_watched), r = 0;
+	uint64_t *v = NULL;
+	size_t k = 0;
+	uint8_t one = 1;
+
+	if (n) {
+		v = malloc(n * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (ids[i])
+			v[k++] = ids[i];
+	if (k)
+		qsort(v, k, sizeof(*v), cmp_u64);
+	n = k;
+	k = 0;
+	for (size_t i = 0; i < n; i++) /* unique */
+		if (!k || v[k - 1] != v[i])
+			v[k++] = v[i];
+	n = k;
+	if (n == s->nwatched && (!n || !memcmp(v, s->watched, n * sizeof(*v)))) {
+		free(v);
+		return 0;
+	}
+	for (size_t i = 0; i < s->nwatched; i++)
+		if (!sorted_has(v, n, s->watched[i]))
+			bpf_map_delete_elem(fd, &s->watched[i]);
+	for (size_t i = 0; i < n && !r; i++)
+		if (!sorted_has(s->watched, s->nwatched, v[i]) &&
+		    bpf_map_update_elem(fd, &v[i], &one, BPF_ANY))
+			r = -errno;
+	if (r) { /* the table is full: keep the old list, whole */
+		for (size_t i = 0; i < n; i++)
+			if (!sorted_has(s->watched, s->nwatched, v[i]))
+				bpf_map_delete_elem(fd, &v[i]);
+		for (size_t i = 0; i < s->nwatched; i++)
+			bpf_map_update_elem(fd, &s->watched[i], &one, BPF_ANY);
+		free(v);
+		return r;
+	}
+	free(s->watched);
+	s->watched = v;
+	s->nwatched = n;
+	/* After the list: a connection that sees the new generation sees the new list. */
+	__atomic_add_fetch(&s->skel->data->watch_gen, 1, __ATOMIC_SEQ_CST);
+	return 0;
 }
 
 int sensor_attach(struct sensor *s, bool on)

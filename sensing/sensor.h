@@ -26,6 +26,7 @@ struct sensor_opts {
 	uint64_t quiet_ns;    /* a reply send after this much quiet is not the same reply */
 	uint64_t max_span_ns; /* longer spans are dropped and counted */
 	bool outbound;	      /* also time this host's own outbound requests */
+	bool watch_listed;    /* follow only the cgroups of sensor_watch() */
 };
 
 #define SENSOR_OPTS_DEFAULT                                              \
@@ -120,6 +121,16 @@ int sensor_sample(const struct sensor_snapshot *now, const struct sensor_snapsho
 uint64_t sensor_snapshot_id(const struct sensor_snapshot *snap, size_t i);
 void sensor_drops(const struct sensor_snapshot *now, const struct sensor_snapshot *prev,
 		  struct sensor_drops *d);
+
+/*
+ * opts.watch_listed: follow the connections of these cgroups (ids, 0s
+ * ignored) and of no other, from now on; a connection opened under an
+ * earlier list, or before its cgroup was listed, is followed from its
+ * next event. Without watch_listed every cgroup is followed and the list
+ * is not used. 0, or -errno (-E2BIG: more cgroups than max_cgroups; the
+ * list is then the one before).
+ */
+int sensor_watch(struct sensor *s, const uint64_t *ids, size_t n);
 
 /* Forget a cgroup that no longer exists (frees its map entries). */
 void sensor_forget(struct sensor *s, uint64_t id);

@@ -6,7 +6,8 @@ nginx runs in a test cgroup under an open-loop load (loadgen, 2000 req/s);
 `tailwarden run --dry-run` has a latency-critical policy over it and a
 best-effort one over a sleeper. The tests check what a user would see:
 status says `not running` (exit 3) before, the service, its cgroup id, a
-p99 and knobs while running, `not running` after kill -9; a real Prometheus
+p99 and knobs while running, `not running` after kill -9; traffic of a cgroup
+no policy names is not sensed until a policy names it; a real Prometheus
 scraping the endpoint with contrib/'s config and alert rules returns a
 request rate above zero, the rules evaluate, and every metric and label
 contrib/ uses is served; malformed requests
@@ -239,6 +240,65 @@ def test_status():
         return "web p99 %.0f us at %.0f req/s; cgroup id %d" % (web["p99_us"], web["rps"], web["cgroup_id"])
 
 
+def nginx_accepts(port):
+    """nginx's count of connections accepted so far (stub_status), this one included."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/nginx_status" % port, timeout=5) as r:
+        return int(r.read().decode().splitlines()[2].split()[0])
+
+
+def test_unnamed():
+    """Only the policies' cgroups are sensed: a second nginx in a cgroup no
+    policy names, under load since before `run` started, has no entry in
+    the request sensor's table (the metric and status show 1 cgroup, web,
+    whose connections also predate `run`). A policy for it added by
+    SIGHUP sees its requests on the connections it already had: nginx's
+    own count of accepted connections shows none new but ours."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="unnamed") as sess:
+        rig = Rig(sess)
+        other_cg = sess.cgroup("other")
+        other = sess.nginx(other_cg, cpu=SERVER_CPU)
+        web_load = rig.load(30)
+        other_load = sess.loadgen("http", other.port, RATE, 30, conns=8, cpu=CLIENT_CPU,
+                                  background=True)
+        time.sleep(1)  # both loads' connections open before run
+        p = rig.run()
+        st = rig.wait_window()
+        web = [s for s in st["services"] if s["name"] == "web"][0]
+        check(web["rps"] > RATE / 4,
+              "web's connections opened before run: %s req/s seen, %d offered" % (web["rps"], RATE))
+        time.sleep(2 * PERIOD_S)
+        m = parse_metrics(http("GET", rig.url())[1])
+        entries = metric(m, "tailwarden_map_entries", map="request_cgroups")
+        check(entries == 1, "request sensor table: %s cgroups, want 1 (web; not the unnamed "
+              "nginx under %d req/s, nor the metrics endpoint's own connections)" % (entries, RATE))
+        before = nginx_accepts(other.port)
+        with open(os.path.join(rig.pol, "other.policy"), "w") as f:
+            f.write("[Service]\nCgroup=%s\nClass=latency-critical\n"
+                    "[Objective]\nPercentile=99\nTarget=20ms\nMinRequests=50\nWindow=1s\n"
+                    % other_cg.rel)
+        os.kill(p.pid, signal.SIGHUP)
+        deadline, seen = time.monotonic() + 10, None
+        while time.monotonic() < deadline:
+            o = [s for s in rig.status_json()["services"] if s["name"] == "other"]
+            seen = o[0] if o else None
+            if seen and seen["rps"] and seen["rps"] > RATE / 4:
+                break
+            time.sleep(0.5)
+        after = nginx_accepts(other.port)
+        check(seen and seen["rps"] and seen["rps"] > RATE / 4,
+              "a policy added by SIGHUP: %s req/s seen on the unnamed nginx's open connections "
+              "(%d offered): %s" % (seen and seen["rps"], RATE, rig.log_text()[-1500:]))
+        check(after - before == 1, "the unnamed nginx accepted %d connections besides ours meanwhile: "
+              "the policy saw new connections, not the old ones" % (after - before - 1))
+        info("web %.0f req/s; table %d cgroup(s) with the unnamed nginx loaded; other after SIGHUP "
+             "%.0f req/s on %d old connections" % (web["rps"], entries, seen["rps"], 8))
+        sess.stop(p)
+        web_load.result(timeout=40)
+        other_load.result(timeout=40)
+        return "web %.0f req/s, table 1 cgroup beside the unnamed nginx; other %.0f req/s after SIGHUP" % (
+            web["rps"], seen["rps"])
+
+
 # -- Prometheus ---------------------------------------------------------------
 
 def prometheus(sess, target_port):
@@ -448,6 +508,7 @@ def test_port_taken():
 
 TESTS = [
     ("status", test_status),
+    ("unnamed", test_unnamed),
     ("prometheus", test_prometheus),
     ("endpoint", test_endpoint),
     ("port_taken", test_port_taken),
