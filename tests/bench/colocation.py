@@ -36,12 +36,14 @@ Arms, interleaved in rotating order so that drift on the host hits all:
               plus 10% of a CPU stays free
   tailwarden  `tailwarden run` with the default policy (Weights=floor: the
               best-effort weights sit at their floor while a latency-critical
-              service serves)
-  idle        the same with `CPUWeight=idle..100` in the best-effort policies:
-              their floor is cpu.idle, below every weight
+              service serves; `CPUWeight=idle..100`: that floor is cpu.idle,
+              below every weight)
+  weight1     the same with `CPUWeight=1..100` in the best-effort policies:
+              their floor is the least weight (the default before 2026-11-27)
   slice       (scenario 1) the same, with `Slice=0.1ms` in nginx's policy
-  reactive    `Weights=reactive` in the best-effort policies: their weights
-              are cut on violations and given back in slack
+  reactive    `Weights=reactive` (and `CPUWeight=1..100`) in the best-effort
+              policies: their weights are cut on violations and given back
+              in slack
 
 Per arm: the share of 1 s windows within each objective (the client's
 kernel receive time of each reply, requests grouped by when they were
@@ -80,8 +82,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchdoc  # noqa: E402
 from colo import fmt_us  # noqa: E402
 
-ALL_ARMS = ("none", "static", "tailwarden", "idle", "slice", "reactive")
-TW_ARMS = ("tailwarden", "idle", "slice", "reactive")
+ALL_ARMS = ("none", "static", "tailwarden", "weight1", "slice", "reactive")
+TW_ARMS = ("tailwarden", "weight1", "slice", "reactive")
 SLICE = "0.1ms"
 PERIOD_S = 0.5
 OVERLOAD = 1.3          # scenario 5: the step over what nginx serves of it (open loop)
@@ -103,13 +105,13 @@ class Scenario:
 SCENARIOS = {
     "1": Scenario("1", "today", "hog, load x2, disk reader", 60, ALL_ARMS, ("web",), 10),
     "2": Scenario("2", "two-lc", "nginx p99 and memcached p99.9, hog, disk reader", 40,
-                  ("none", "static", "tailwarden", "idle", "reactive"), ("web", "cache"), 10),
+                  ("none", "static", "tailwarden", "weight1", "reactive"), ("web", "cache"), 10),
     "3": Scenario("3", "burst", "a hog bursting on and off every 1-3 s", 40,
-                  ("none", "static", "tailwarden", "idle", "reactive"), ("web",), 5),
+                  ("none", "static", "tailwarden", "weight1", "reactive"), ("web",), 5),
     "4": Scenario("4", "restart", "a best-effort service restarted twice (new cgroup)", 40,
-                  ("none", "static", "tailwarden", "idle", "reactive"), ("web",), 5),
+                  ("none", "static", "tailwarden", "weight1", "reactive"), ("web",), 5),
     "5": Scenario("5", "own-load", "nginx's own load beyond one CPU, hog beside it", 45,
-                  ("none", "static", "tailwarden", "idle", "reactive"), ("web",), 5),
+                  ("none", "static", "tailwarden", "weight1", "reactive"), ("web",), 5),
 }
 
 
@@ -219,7 +221,7 @@ class Arm:
             rig.write_config(tag="s%s-%s" % (self.scen.key, arm),
                              web_limits="Slice=%s" % SLICE if arm == "slice" else "",
                              be_extra="Weights=reactive" if arm == "reactive" else "", more=more,
-                             be_weight="idle..100" if arm == "idle" else "1..100")
+                             be_weight="1..100" if arm in ("weight1", "reactive") else "idle..100")
             rig.start_tailwarden()
 
     def lc_cgroups(self):
