@@ -339,16 +339,10 @@ void sensor_free(struct sensor *s)
 	free(s);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
+/* id among the first n of the sorted list v. */
 static bool sorted_has(const uint64_t *v, size_t n, uint64_t id)
 {
-	return bsearch(&id, v, n, sizeof(*v), cmp_u64) != NULL;
+	return idtab_find(v, n, sizeof(*v), id) != NULL;
 }
 
 int sensor_watch(struct sensor *s, const uint64_t *ids, size_t n)
@@ -366,8 +360,7 @@ int sensor_watch(struct sensor *s, const uint64_t *ids, size_t n)
 	for (size_t i = 0; i < n; i++)
 		if (ids[i])
 			v[k++] = ids[i];
-	if (k)
-		qsort(v, k, sizeof(*v), cmp_u64);
+	idtab_sort(v, k, sizeof(*v));
 	n = k;
 	k = 0;
 	for (size_t i = 0; i < n; i++) /* unique */
