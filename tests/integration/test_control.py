@@ -14,7 +14,9 @@ first second, and the weight goes home once nginx stops serving. be_share
 checks how two best-effort services share a quota cut: the light one under its
 part keeps its quota. own_load checks nginx's own load beyond its CPU beside the hog:
 the verdict says own load, the hog is not cut after it, and has its CPU back once the
-load falls. burst checks a hog switching on and off every 1-3 s: its weight at the
+load falls. two_lc checks two latency-critical services with different
+objectives beside the hog, nginx at p99 and memcached at p99.9: each within
+its own in every second but one. burst checks a hog switching on and off every 1-3 s: its weight at the
 floor (or a write within one period) at each start, windows within the target;
 restart a hog restarted into a new cgroup: at its floor within one period. The
 slice tests check Slice=: nginx's threads get the policy's EEVDF
@@ -73,6 +75,8 @@ BURST_SEED = 25
 RESTART_AT_S = (10, 20)  # restart: the hog restarted in a new cgroup at these seconds
 RESTART_S = 30
 PERIOD_S = 0.5          # PERIOD in seconds
+MC_RATE = 4000          # two_lc: req/s offered to memcached beside nginx
+MC_SEPARATION = 4       # ... whose p99.9 the hog must raise this many times
 
 
 
@@ -575,6 +579,97 @@ def windows_over(reqs, target, start, end):
                                              if p is not None))
     return [(s, p) for s, p in per_s if p is not None and p > target], \
         sum(1 for _, p in per_s if p is not None)
+
+
+def pct(lats, q):
+    """Nearest-rank percentile q (99, 99.9), as loadgen computes it."""
+    if not lats:
+        return None
+    v = sorted(lats)
+    return v[max(0, -(-int(len(v) * q * 10) // 1000) - 1)]
+
+
+def two_lc_calibrate(rig, mc):
+    """memcached's p99.9 alone (beside nginx's load) and beside the hog, and its
+    target: the geometric middle, at least 3x alone. Fails when the hog does not
+    raise it MC_SEPARATION-fold: no controller can be shown to help then."""
+    def p999(seconds=4):
+        bg = rig.sess.loadgen("http", rig.nginx.port, rig.rate, seconds + 1, cpu=CLIENT_CPU,
+                              background=True)
+        dump = os.path.join(rig.dir, "mc-cal.dump")
+        r = rig.sess.loadgen("memcached", mc.port, MC_RATE, seconds, cpu=CLIENT_CPU,
+                             extra=["--dump", dump])
+        bg.result(timeout=seconds + 40)
+        check(r["errors"] == 0 and r["completed"] > 0, "memcached loadgen errors: %s" % r)
+        return pct([lat for _, lat in read_dump(dump, r["start_unix"], 0)], 99.9)
+    alone = p999()
+    rig.start_hog()
+    hog = p999()
+    rig.stop_hog()
+    tried = "memcached at %d req/s beside nginx: p99.9 %.0f us alone, %.0f us beside the hog" \
+        % (MC_RATE, alone, hog)
+    info("two_lc calibration: %s" % tried)
+    check(hog >= MC_SEPARATION * alone, "the hog raised memcached's p99.9 only %.1fx (%s); "
+          "needed %dx" % (hog / alone, tried, MC_SEPARATION))
+    return alone, hog, int(max((alone * hog) ** 0.5, 3 * alone)), tried
+
+
+def test_two_lc():
+    """Two latency-critical services with different objectives on the hog's CPU:
+    nginx at p99 and memcached at p99.9, the hog under the default floor
+    (CPUWeight=idle..100 where the kernel has cpu.idle). Targets self-calibrated:
+    nginx's as closed_loop's, memcached's the geometric middle of its p99.9 alone
+    and beside the hog (at least 3x alone; the hog must raise it MC_SEPARATION-fold
+    or the test fails). After the hog starts, each service is within its own
+    objective in every second but at most one and over the whole phase; the hog
+    keeps CPU; every knob is back after SIGTERM."""
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="twolc") as sess:
+        rig = Rig(sess)
+        cache = sess.cgroup("cache")
+        mc = sess.memcached(cache, cpu=SERVER_CPU)
+        alone, hog, target, tried = calibrate(rig)
+        mc_alone, mc_hog, mc_target, mc_tried = two_lc_calibrate(rig, mc)
+        files = knob_files(rig.batch)
+        idle = os.path.exists(os.path.join(os.path.dirname(files["cpu.shares"]), "cpu.idle"))
+        orig = snapshot(files)
+        pol = rig.write_policies(target, weights=None, weight="idle..100" if idle else "1..100")
+        with open(os.path.join(pol, "cache.policy"), "w") as f:
+            f.write("[Service]\nCgroup=%s\nClass=latency-critical\n[Objective]\n"
+                    "Percentile=99.9\nTarget=%dus\nMinRequests=1000\nWindow=%s\n"
+                    % (cache.rel, mc_target, WINDOW))
+        tw_proc = rig.run(pol)
+        dump_mc = os.path.join(rig.dir, "mc.dump")
+        lg_mc = sess.loadgen("memcached", mc.port, MC_RATE, LEAD_S + CONTROL_S, cpu=CLIENT_CPU,
+                             extra=["--dump", dump_mc], background=True)
+        r, hog_share, t_hog, _, dump = rig.hog_phase(lambda: time.sleep(LEAD_S))
+        r_mc = lg_mc.result(timeout=LEAD_S + CONTROL_S + 30)
+        after, reqs, end, per_s, ds = rig.stop_all(tw_proc, files, r, dump, t_hog)
+        check(r_mc["errors"] == 0 and r_mc["completed"] > 0, "memcached loadgen errors: %s" % r_mc)
+        mc_reqs = [(t, lat) for t, lat in read_dump(dump_mc, r_mc["start_unix"], t_hog)
+                   if 0 <= t < end]
+        mc_per_s = [(s, pct([lat for t, lat in mc_reqs if s <= t < s + 1], 99.9))
+                    for s in range(int(end))]
+        info("memcached p99.9 per second after the hog started: %s"
+             % ", ".join("%ds %.0fus" % (s, p) for s, p in mc_per_s if p is not None))
+        over = [s for s, p in per_s if p is not None and p > target]
+        mc_over = [s for s, p in mc_per_s if p is not None and p > mc_target]
+        whole, mc_whole = pct99([lat for _, lat in reqs]), pct([lat for _, lat in mc_reqs], 99.9)
+        check(rc_ok(tw_proc), "tailwarden run exited %s after SIGTERM" % tw_proc.returncode)
+        check(len(over) <= 1 and whole <= target,
+              "nginx: %d seconds over its p99 target %d us after the hog started (%s), whole "
+              "p99 %.0f us" % (len(over), target, per_s, whole))
+        check(len(mc_over) <= 1 and mc_whole <= mc_target,
+              "memcached: %d seconds over its p99.9 target %d us after the hog started (%s), "
+              "whole p99.9 %.0f us" % (len(mc_over), mc_target, mc_per_s, mc_whole))
+        check(hog_share >= 0.25, "the hog got only %.0f%% of a CPU" % (100 * hog_share))
+        check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
+        return ("nginx %d req/s p99 %.0f -> %.0f us beside %d hogs, target %d us: %.0f us over "
+                "the %.0f s after the hog started (%d seconds over); memcached %d req/s p99.9 "
+                "%.0f -> %.0f us, target %d us: %.0f us (%d seconds over); hog kept %.0f%% of "
+                "CPU 0 at %s; restored [calibration: %s; %s]"
+                % (rig.rate, alone, hog, rig.hogs, target, whole, end, len(over), MC_RATE, mc_alone,
+                   mc_hog, mc_target, mc_whole, len(mc_over), 100 * hog_share,
+                   "idle" if idle else "weight 1", tried, mc_tried))
 
 
 def test_burst():
@@ -1185,6 +1280,7 @@ TESTS = [
     ("idle_floor", test_idle_floor),
     ("be_share", test_be_share),
     ("own_load", test_own_load),
+    ("two_lc", test_two_lc),
     ("burst", test_burst),
     ("restart", test_restart),
     ("dry_run", test_dry_run),
@@ -1203,7 +1299,7 @@ def main(argv):
             return "%s not built (run make)" % tw.TAILWARDEN
         return None
 
-    return tw.main(__doc__, TESTS, argv, "BPF, cgroups", retry=('closed_loop', 'weights_floor', 'idle_floor', 'be_share', 'own_load', 'burst', 'restart'), prepare=prepare)
+    return tw.main(__doc__, TESTS, argv, "BPF, cgroups", retry=('closed_loop', 'weights_floor', 'idle_floor', 'be_share', 'own_load', 'two_lc', 'burst', 'restart'), prepare=prepare)
 
 
 if __name__ == "__main__":
