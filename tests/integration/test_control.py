@@ -39,6 +39,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import twtest as tw  # noqa: E402
+from colo import pct  # noqa: E402
 from twtest import check, TestFailure  # noqa: E402
 
 SERVER_CPU = 0
@@ -256,10 +257,7 @@ def read_dump(path, start_unix, t_ref):
 
 def pct99(lats):
     """Nearest-rank p99, as loadgen computes it."""
-    if not lats:
-        return None
-    v = sorted(lats)
-    return v[max(0, -(-len(v) * 99 // 100) - 1)]
+    return pct(lats, 99)
 
 
 def after_hog(r, dump, t_hog):
@@ -581,14 +579,6 @@ def windows_over(reqs, target, start, end):
                                              if p is not None))
     return [(s, p) for s, p in per_s if p is not None and p > target], \
         sum(1 for _, p in per_s if p is not None)
-
-
-def pct(lats, q):
-    """Nearest-rank percentile q (99, 99.9), as loadgen computes it."""
-    if not lats:
-        return None
-    v = sorted(lats)
-    return v[max(0, -(-int(len(v) * q * 10) // 1000) - 1)]
 
 
 def two_lc_calibrate(rig, mc):
