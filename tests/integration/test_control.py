@@ -16,8 +16,9 @@ part keeps its quota. own_load checks nginx's own load beyond its CPU beside the
 the verdict says own load, the hog is not cut after it, and has its CPU back once the
 load falls. two_lc checks two latency-critical services with different
 objectives beside the hog, nginx at p99 and memcached at p99.9: each over
-its own in at most one second more than in as long without the hog. burst checks a hog switching on and off every 1-3 s: its weight at the
-floor (or a write within one period) at each start, windows within the target;
+its own in at most one second more than in as long without the hog. burst checks a hog switching on and off every 1-3 s: at its floor (or a
+write within one period) at each start, the windows with a burst over the
+target no more often than the quiet ones (the host's own noise) predict;
 restart a hog restarted into a new cgroup: at its floor within one period. The
 slice tests check Slice=: nginx's threads get the policy's EEVDF
 slice (read from /proc/TID/sched), a thread started later too, and every
@@ -692,17 +693,24 @@ def test_two_lc():
 
 def test_burst():
     """A hog that bursts on and off every 1-3 s (SIGCONT/SIGSTOP, a seeded random
-    schedule) beside nginx, the default policy: at each burst's start the hog's weight
-    is already at its floor, or the first knob write comes within one period; at most
-    one 1 s window of the phase over the target. Calibrated as closed_loop (the hog
-    must raise p99 6x, else the test fails)."""
+    schedule) beside nginx, the default policy (CPUWeight=idle..100, Weights=floor;
+    1..100 on a kernel without cpu.idle): at each burst's start the hog is already
+    at its floor, or the first knob write comes within one period. The 1 s windows
+    with no burst in them are the host's own control: the windows with one are over
+    the target at most one more time than the quiet ones' rate over them. Calibrated
+    as closed_loop (the hog must raise p99 6x, else the test fails)."""
     import random
     with tw.Session(("unified", "cpu", "cpuacct"), tag="burst") as sess:
         rig = Rig(sess)
         alone, hog, target, tried = calibrate(rig)
         files = knob_files(rig.batch)
+        idle = os.path.join(os.path.dirname(files["cpu.shares"]), "cpu.idle")
+        floor_file, floor = (idle, "1") if os.path.exists(idle) else (files["cpu.shares"], "10")
+        if os.path.exists(idle):
+            files["cpu.idle"] = idle
         orig = snapshot(files)
-        tw_proc = rig.run(rig.write_policies(target, weights=None))
+        tw_proc = rig.run(rig.write_policies(
+            target, weights=None, weight="idle..100" if floor == "1" else "1..100"))
         rnd = random.Random(BURST_SEED)
         sched, t = [], float(BURST_LEAD_S)
         while t < BURST_LEAD_S + BURST_PHASE_S - 1:
@@ -720,9 +728,9 @@ def test_burst():
         try:
             for on, off in sched:
                 time.sleep(max(0.0, on - (time.time() - t0)))
-                shares = readf(files["cpu.shares"])
+                at_floor = readf(floor_file)
                 pause_hog(rig, False)
-                ons.append((time.time() - t0, shares))
+                ons.append((time.time() - t0, at_floor))
                 time.sleep(max(0.0, off - (time.time() - t0)))
                 pause_hog(rig, True)
         finally:
@@ -738,28 +746,43 @@ def test_burst():
                                                             d["old"], d["new"], d["reason"]))
         late = []
         held = 0
-        for at, shares in ons:
-            if shares == "10":      # weight 1, its floor, on the v1 scale
+        for at, value in ons:
+            if value == floor:
                 held += 1
                 continue
             first = [d["ts"] - t0 - at for d in ds if d["service"] == "batch"
                      and d["ts"] - t0 >= at]
             if not first or min(first) > PERIOD_S:
-                late.append("burst at %.1f s (cpu.shares %s): first write %s" % (
-                    at, shares, "none" if not first else "%.2f s after" % min(first)))
+                late.append("burst at %.1f s (%s %s): first write %s" % (
+                    at, os.path.basename(floor_file), value,
+                    "none" if not first else "%.2f s after" % min(first)))
         reqs = read_dump(dump, r["start_unix"], t0)
-        over, seen = windows_over(reqs, target, BURST_LEAD_S, total)
+        over, _ = windows_over(reqs, target, BURST_LEAD_S, total)
+        # A window holds a burst when the hog ran in any part of it; the others
+        # are the host alone (nginx, its load, the daemon, and the neighbours of a
+        # shared VM, which on a loud day put a quiet window over the target).
+        bursty = {s for s in range(BURST_LEAD_S, total)
+                  if any(on < s + 1 and off > s for on, off in sched)}
+        over_b = [(s, p) for s, p in over if s in bursty]
+        over_q = [(s, p) for s, p in over if s not in bursty]
+        n_q = total - BURST_LEAD_S - len(bursty)
+        allowed = 1 + len(over_q) * len(bursty) / max(1, n_q)
+        info("windows with a burst %d, over %d; without %d, over %d; allowed over with one %.1f"
+             % (len(bursty), len(over_b), n_q, len(over_q), allowed))
         check(rc_ok(tw_proc), "tailwarden run exited %s after SIGTERM" % tw_proc.returncode)
         check(not late, "bursts without the floor and no knob write within one period: %s"
               % late)
-        check(len(over) <= 1, "%d of %d windows of the bursting phase over the target %d us: %s"
-              % (len(over), seen, target, over))
+        check(len(over_b) <= allowed,
+              "%d of %d windows with a burst over the target %d us, %d of %d without one "
+              "(at most %.1f allowed): %s"
+              % (len(over_b), len(bursty), target, len(over_q), n_q, allowed, over))
         check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
-        return ("%d req/s, %d hogs, target %d us; %d bursts, the hog's weight at its floor at the "
-                "start of %d, a write within one period for the others; %d of %d windows over "
-                "the target %s; %d decisions [calibration: %s]"
-                % (rig.rate, rig.hogs, target, len(ons), held, len(over), seen, over, len(ds),
-                   tried))
+        return ("%d req/s, %d hogs, target %d us; %d bursts, the hog at its floor (%s %s) at "
+                "the start of %d, a write within one period for the others; windows over the "
+                "target: %d of %d with a burst, %d of %d without %s; %d decisions "
+                "[calibration: %s]"
+                % (rig.rate, rig.hogs, target, len(ons), os.path.basename(floor_file), floor,
+                   held, len(over_b), len(bursty), len(over_q), n_q, over, len(ds), tried))
 
 
 def remake_cgroup(cg):
