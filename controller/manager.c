@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/inotify.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 #include <json-c/json.h>
@@ -57,9 +58,19 @@
 /* A lost or missing bus is tried again this often. */
 #define BUS_RETRY_USEC (5 * 1000000ULL)
 
+static void appear_unwatch(struct service_rt *s)
+{
+	for (size_t j = 0; j < sizeof(s->appear) / sizeof(*s->appear); j++) {
+		s->appear[j].src = sd_event_source_unref(s->appear[j].src);
+		s->appear[j].dir[0] = '\0';
+		s->appear[j].gone = false;
+	}
+}
+
 static void services_free(struct manager *m)
 {
 	for (size_t i = 0; m->svc && i < m->set->n; i++) {
+		appear_unwatch(&m->svc[i]);
 		knobs_free(m->svc[i].knobs);
 		service_done(&m->svc[i].sv);
 	}
@@ -272,6 +283,7 @@ static int services_new(struct manager *m)
 	for (size_t i = 0; i < m->set->n; i++) {
 		struct service_rt *s = &m->svc[i];
 
+		s->m = m;
 		if (service_init(&s->sv, &m->set->v[i], i, m->cfg->period_ns))
 			return -ENOMEM;
 		service_resolve(m, s);
@@ -682,6 +694,133 @@ static void watch_services(struct manager *m)
 	m->watch_failed = r != 0;
 }
 
+/*
+ * Weights=floor and a restart. A best-effort service restarted into a new
+ * cgroup (a unit's restart, a cgroup made again) starts at its home
+ * weight, and the tick that finds it comes up to a period later: its
+ * first burst runs beside a latency-critical service that serves, which
+ * costs that service its window. So the directory its cgroup lives in is
+ * watched (inotify; on a v1/hybrid host the cpu hierarchy's too, where
+ * its weight is), and when a directory of its name appears there, the
+ * service is found and held at its floor at once, before what starts in
+ * it has run much (a unit's processes start after its cgroup is made).
+ */
+
+/* The directories its cgroup appears in: [0] cgroup2's, [1] v1 cpu's ("": none). */
+static void appear_dirs(const struct manager *m, const struct service_rt *s,
+			char dirs[2][2 * PATH_MAX])
+{
+	const char *slash = strrchr(s->cg, '/');
+	int parent = slash ? (int)(slash - s->cg) : 0;
+
+	snprintf(dirs[0], 2 * PATH_MAX, "%s%.*s", m->root, parent, s->cg);
+	dirs[1][0] = '\0';
+	/* A hybrid host: the cgroup2 tree is beside the v1 hierarchies (base/unified). */
+	if (strcmp(m->root, m->cfg->cgroup_base))
+		snprintf(dirs[1], 2 * PATH_MAX, "%s/cpu%.*s", m->cfg->cgroup_base, parent, s->cg);
+}
+
+/* Every directory of the service's cgroup is there (a v1 one may come after cgroup2's). */
+static bool appear_complete(const struct manager *m, const struct service_rt *s)
+{
+	char dirs[2][2 * PATH_MAX], path[3 * PATH_MAX];
+	const char *name = strrchr(s->cg, '/');
+
+	appear_dirs(m, s, dirs);
+	for (size_t j = 0; j < 2; j++) {
+		if (!*dirs[j])
+			continue;
+		if (snprintf(path, sizeof(path), "%s%s", dirs[j], name ? name : "") >=
+			    (int)sizeof(path) ||
+		    access(path, F_OK))
+			return false;
+	}
+	return true;
+}
+
+/* Its cgroup appeared between ticks: found, and at its floor now if its tick would put it there. */
+static void service_appeared(struct manager *m, struct service_rt *s)
+{
+	struct engine_input in;
+	uint64_t usec;
+	int n;
+
+	if (!appear_complete(m, s))
+		return;
+	s->reopen = true; /* the same cgroup: a hierarchy's directory came back */
+	service_resolve(m, s);
+	if (!s->sv.cgid || !s->knobs)
+		return;
+	controllers_ensure(m, s);
+	service_input_init(&in);
+	read_knobs(m, s, in.knob);
+	in.no_idle = no_idle(s);
+	sd_event_now(m->event, CLOCK_MONOTONIC, &usec);
+	n = engine_service_appeared(m->engine, usec * 1000, (int)(s - m->svc), &in, m->acts,
+				    m->nacts);
+	if (n < 0)
+		log_error_errno(n, "service %s: Failed to decide on its new cgroup (%m), ignoring",
+				s->sv.p->name);
+	for (int i = 0; i < n; i++)
+		apply(m, &m->acts[i]);
+}
+
+static int on_appear(sd_event_source *src, const struct inotify_event *ev, void *userdata)
+{
+	struct service_rt *s = userdata;
+	const char *name = strrchr(s->cg, '/');
+
+	if (ev->mask & IN_IGNORED) {
+		/* The directory went: the next tick watches it again once it is back. */
+		for (size_t j = 0; j < 2; j++)
+			if (s->appear[j].src == src)
+				s->appear[j].gone = true;
+		return 0;
+	}
+	if ((ev->mask & (IN_CREATE | IN_MOVED_TO)) && (ev->mask & IN_ISDIR) && ev->len && name &&
+	    !strcmp(ev->name, name + 1))
+		service_appeared(s->m, s);
+	return 0;
+}
+
+/* Each tick, after the lookup: watch where a Weights=floor service's cgroup appears. */
+static void appear_watch(struct manager *m, struct service_rt *s)
+{
+	char dirs[2][2 * PATH_MAX];
+
+	if (!m->event || !s->sv.p->weights_floor || !*s->cg) {
+		appear_unwatch(s);
+		return;
+	}
+	appear_dirs(m, s, dirs);
+	for (size_t j = 0; j < 2; j++) {
+		struct appear_watch *w = &s->appear[j];
+		int r;
+
+		if (!strcmp(dirs[j], w->dir) && !w->gone && (w->src || !*dirs[j]))
+			continue;
+		w->src = sd_event_source_unref(w->src);
+		w->dir[0] = '\0';
+		w->gone = false;
+		if (!*dirs[j])
+			continue;
+		r = sd_event_add_inotify(m->event, &w->src, dirs[j],
+					 IN_CREATE | IN_MOVED_TO | IN_ONLYDIR, on_appear, s);
+		if (r < 0) {
+			/* Tried again next tick; the tick still finds the cgroup, a period later. */
+			if (!w->said)
+				log_debug_errno(r,
+						"service %s: Failed to watch %s for its cgroup: %m",
+						s->sv.p->name, dirs[j]);
+			w->said = true;
+			continue;
+		}
+		w->said = false;
+		if (snprintf(w->dir, sizeof(w->dir), "%s", dirs[j]) >= (int)sizeof(w->dir))
+			w->dir[0] = '\0'; /* cannot be: dirs[j] came from two paths */
+	}
+}
+
 static void sense_service(struct manager *m, struct service_rt *s,
 			  const struct sensor_snapshot *now, struct contention_snapshot *cnow,
 			  uint64_t tick, double iv, struct engine_input *in)
@@ -692,6 +831,7 @@ static void sense_service(struct manager *m, struct service_rt *s,
 
 	service_input_init(in);
 	service_resolve(m, s);
+	appear_watch(m, s);
 	if (s->sv.cgid && s->knobs)
 		controllers_ensure(m, s);
 	read_knobs(m, s, in->knob);

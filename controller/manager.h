@@ -68,6 +68,13 @@ struct service_rt {
 		unsigned n;	     /* failures in a row */
 		int err;	     /* the last one's -errno */
 	} fail[KNOB_MAX];
+	struct manager *m;		/* its manager, for the watches' callbacks */
+	struct appear_watch {		/* Weights=floor: the directory its cgroup appears in */
+		sd_event_source *src;	/* inotify; NULL: none (yet) */
+		char dir[2 * PATH_MAX]; /* watched; [0] the cgroup2 one, [1] v1 cpu's */
+		bool gone;		/* the directory went (IN_IGNORED): watch again */
+		bool said;		/* a failure to watch it was said */
+	} appear[2];
 };
 
 struct manager {

@@ -473,30 +473,13 @@ change(struct tick *t, size_t svc, enum action_knob k, double new, enum dir d, s
 	m->last_window_ns = window_of(&t->e->set->v[driver]);
 }
 
-/* Remember what the controller sees; the first value seen is home. */
-static void observe(struct engine *e, size_t i, const struct engine_input *in, uint64_t now)
+/* The knobs' values now; the first value seen is home. */
+static void observe_knobs(struct engine *e, size_t i, const struct engine_input *in)
 {
 	const struct policy *p = &e->set->v[i];
 	struct service_mem *s = &e->s[i];
 
-	s->usage = in->cpu_usage >= 0 ? in->cpu_usage : NAN;
 	s->no_idle = in->no_idle;
-	s->io_usage = in->io_usage >= 0 ? in->io_usage : NAN;
-	/*
-	 * Unknown use counts as busy (no sensor: cut as before), except the
-	 * ticks before the first known figure (a sensor's first sample has
-	 * nothing to diff against): once known and idle, they are forgotten.
-	 */
-	if (!s->cpu_known && !isnan(s->usage) && s->usage < BE_IDLE)
-		s->cpu_busy_ns = 0;
-	if (!s->io_known && !isnan(s->io_usage) && s->io_usage < BE_IO_IDLE)
-		s->io_busy_ns = 0;
-	s->cpu_known |= !isnan(s->usage);
-	s->io_known |= !isnan(s->io_usage);
-	if (!(s->usage < BE_IDLE))
-		s->cpu_busy_ns = now;
-	if (!(s->io_usage < BE_IO_IDLE))
-		s->io_busy_ns = now;
 	for (int k = 0; k < KNOB_MAX; k++) {
 		const struct policy_range *r = policy_range_of(p, k);
 		struct knob_mem *m = &s->k[k];
@@ -513,6 +496,31 @@ static void observe(struct engine *e, size_t i, const struct engine_input *in, u
 		}
 		m->max_seen = fmax(m->max_seen, v);
 	}
+}
+
+/* Remember what the controller sees. */
+static void observe(struct engine *e, size_t i, const struct engine_input *in, uint64_t now)
+{
+	struct service_mem *s = &e->s[i];
+
+	s->usage = in->cpu_usage >= 0 ? in->cpu_usage : NAN;
+	s->io_usage = in->io_usage >= 0 ? in->io_usage : NAN;
+	/*
+	 * Unknown use counts as busy (no sensor: cut as before), except the
+	 * ticks before the first known figure (a sensor's first sample has
+	 * nothing to diff against): once known and idle, they are forgotten.
+	 */
+	if (!s->cpu_known && !isnan(s->usage) && s->usage < BE_IDLE)
+		s->cpu_busy_ns = 0;
+	if (!s->io_known && !isnan(s->io_usage) && s->io_usage < BE_IO_IDLE)
+		s->io_busy_ns = 0;
+	s->cpu_known |= !isnan(s->usage);
+	s->io_known |= !isnan(s->io_usage);
+	if (!(s->usage < BE_IDLE))
+		s->cpu_busy_ns = now;
+	if (!(s->io_usage < BE_IO_IDLE))
+		s->io_busy_ns = now;
+	observe_knobs(e, i, in);
 }
 
 static void describe_diag(struct service_mem *s, const struct diagnosis *d)
@@ -785,7 +793,7 @@ static bool held(const struct engine *e, size_t b, enum action_knob k)
  * leaves room; and the window in which a neighbour's burst starts, which
  * a reactive cut can only follow, is protected too.
  */
-static void hold_floor(struct tick *t, size_t b, size_t driver)
+static void hold_floor(struct tick *t, size_t b, size_t driver, bool appeared)
 {
 	for (size_t j = 0; j < N_FLOOR_KNOBS; j++) {
 		enum action_knob k = floor_knobs[j];
@@ -797,10 +805,11 @@ static void hold_floor(struct tick *t, size_t b, size_t driver)
 		lo = floor_of(t->e, b, k);
 		if (!(m->now > lo) || !cooled(m, DIR_PROTECT, t->now))
 			continue;
-		change(t, b, k, lo, DIR_PROTECT, driver, false, "%s",
+		change(t, b, k, lo, DIR_PROTECT, driver, false, "Weights=floor%s: %s",
+		       appeared ? ", its new cgroup just made" : "",
 		       lo == 0 && k == KNOB_CPU_WEIGHT ?
-			       "Weights=floor: a latency-critical service serves; idle, its CPU goes to whoever wakes, so the floor costs nothing while there is room" :
-			       "Weights=floor: a latency-critical service serves; a weight only orders wake-ups, so its floor costs nothing while there is room");
+			       "a latency-critical service serves; idle, its CPU goes to whoever wakes, so the floor costs nothing while there is room" :
+			       "a latency-critical service serves; a weight only orders wake-ups, so its floor costs nothing while there is room");
 	}
 }
 
@@ -1510,6 +1519,24 @@ static void note_calm(struct engine *e)
 				e->s[b].k[k].calm = e->s[b].k[k].now;
 }
 
+int engine_service_appeared(struct engine *e, uint64_t now_ns, int service,
+			    const struct engine_input *in, struct action *acts, size_t max)
+{
+	struct tick t = { .e = e, .now = now_ns, .acts = acts, .max = max };
+	size_t b = (size_t)service;
+	int serving;
+
+	if (service < 0 || b >= e->set->n)
+		return -EINVAL;
+	observe_knobs(e, b, in);
+	if (!e->set->v[b].weights_floor || lc_idle(e, now_ns))
+		return 0;
+	serving = last_serving(e);
+	if (serving >= 0)
+		hold_floor(&t, b, (size_t)serving, true);
+	return t.overflow ? -ENOSPC : (int)t.n;
+}
+
 int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in,
 		struct action *acts, size_t max)
 {
@@ -1537,7 +1564,7 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 				release_floor(&t, b);
 			else if (serving >= 0)
 				/* A new instance (a restarted unit) is held from its first tick. */
-				hold_floor(&t, b, (size_t)serving);
+				hold_floor(&t, b, (size_t)serving, false);
 		}
 		return t.overflow ? -ENOSPC : (int)t.n;
 	}
@@ -1560,7 +1587,7 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 		if (set->v[b].klass != POLICY_BEST_EFFORT)
 			continue;
 		if (set->v[b].weights_floor)
-			hold_floor(&t, b, tightest);
+			hold_floor(&t, b, tightest, false);
 		if (violation) {
 			cut_neighbour(&t, b);
 		} else if (relax >= 0) {

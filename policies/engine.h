@@ -119,6 +119,19 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
  */
 void engine_service_reset(struct engine *e, int service);
 
+/*
+ * Between ticks, at time now_ns: service's cgroup has just appeared (a
+ * unit restarted into a new cgroup; engine_service_reset() first when it
+ * is a new instance). Only in->knob and in->no_idle are read: the knobs'
+ * values now, the first of each its home. A Weights=floor service gets
+ * the floor its next tick would give it (while a latency-critical service
+ * has a current verdict) at once, so that what starts in it never runs at
+ * its home weight beside a service that serves. Fills acts as
+ * engine_tick(); returns how many, -ENOSPC or -EINVAL (no such service).
+ */
+int engine_service_appeared(struct engine *e, uint64_t now_ns, int service,
+			    const struct engine_input *in, struct action *acts, size_t max);
+
 /* The controller saw a knob differ from what it last wrote: hands off it. */
 void engine_knob_overridden(struct engine *e, int service, enum action_knob k);
 

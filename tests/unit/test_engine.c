@@ -1647,6 +1647,12 @@ static void test_weights_floor_default(void **state)
 	assert_true(f->in[1].knob[KNOB_IO_WEIGHT] == 100);
 }
 
+/* The floor at idle, driven by web's first window (303us in large slack). */
+#define IDLE_FLOOR_REASON                                                                  \
+	"web p99 303us <= target 2ms (slack 0.85, 1 window above 0.20); cut batch "        \
+	"cpu.weight 100 -> idle (Weights=floor: a latency-critical service serves; idle, " \
+	"its CPU goes to whoever wakes, so the floor costs nothing while there is room)"
+
 /*
  * CPUWeight=idle..100: the floor is idle (0), said as such; where the
  * cgroup has no cpu.idle (engine_input.no_idle) it is 1. Reactive cuts
@@ -1661,11 +1667,7 @@ static void test_weights_floor_idle(void **state)
 	start(f);
 	assert_int_equal(window(f, 0.3, 1000, NULL), 1);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 0);
-	assert_string_equal(
-		find(f, 1, KNOB_CPU_WEIGHT)->reason,
-		"web p99 303us <= target 2ms (slack 0.85, 1 window above 0.20); cut batch "
-		"cpu.weight 100 -> idle (Weights=floor: a latency-critical service serves; idle, "
-		"its CPU goes to whoever wakes, so the floor costs nothing while there is room)");
+	assert_string_equal(find(f, 1, KNOB_CPU_WEIGHT)->reason, IDLE_FLOOR_REASON);
 	/* A violation with nothing standing out: idle, no quota cut. */
 	struct diagnosis none = diag(DIAG_NONE, DIAG_CAUSE_UNKNOWN);
 	struct diagnosis cpu = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
@@ -1682,6 +1684,82 @@ static void test_weights_floor_idle(void **state)
 	f->now += SEC / 2;
 	run_tick(f);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 1);
+}
+
+/* One engine_service_appeared() of batch at f->now, its actions applied. */
+static int appeared(struct fx *f)
+{
+	f->n = engine_service_appeared(f->e, f->now, 1, &f->in[1], f->acts,
+				       sizeof(f->acts) / sizeof(*f->acts));
+	assert_true(f->n >= 0);
+	for (int i = 0; i < f->n; i++)
+		f->in[f->acts[i].service].knob[f->acts[i].knob] = f->acts[i].new_value;
+	return f->n;
+}
+
+/*
+ * A Weights=floor service's new cgroup, between ticks: at its floor at
+ * once while web serves (idle here; 1 without cpu.idle), with web's verdict
+ * in the reason; not before web has served, nor once web has been idle for
+ * 3 windows; never for a reactive one. The next tick has nothing to add.
+ */
+static void test_appeared_floor(void **state)
+{
+	struct fx *f = *state;
+
+	f->pol[1].weights_floor = true;
+	f->pol[1].cpu_weight = range(0, 100);
+	start(f);
+	/* Before any verdict: left at home. */
+	assert_int_equal(appeared(f), 0);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	assert_int_equal(window(f, 0.3, 1000, NULL), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 0);
+	/* Restarted: a new cgroup at its default weight, between two ticks. */
+	engine_service_reset(f->e, 1);
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	f->now += SEC / 4;
+	assert_int_equal(appeared(f), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 0);
+	assert_string_equal(
+		find(f, 1, KNOB_CPU_WEIGHT)->reason,
+		"web p99 303us <= target 2ms (slack 0.85, 1 window above 0.20); cut batch "
+		"cpu.weight 100 -> idle (Weights=floor, its new cgroup just made: a latency-critical "
+		"service serves; idle, its CPU goes to whoever wakes, so the floor costs nothing "
+		"while there is room)");
+	/* Its home is its first value: 100, to go back to when web is idle. */
+	f->now += SEC / 4;
+	assert_int_equal(run_tick(f), 0);
+	assert_int_equal(appeared(f), 0); /* at its floor already */
+	/* No cpu.idle in the new cgroup: 1. */
+	engine_service_reset(f->e, 1);
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	f->in[1].no_idle = true;
+	assert_int_equal(appeared(f), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 1);
+	f->in[1].no_idle = false;
+	/* web idle for 3 windows, and 4 since the floor (a reversal's cooldown):
+	 * home, and a new cgroup is left there. */
+	for (int i = 0; i < 4; i++)
+		window(f, 0.3, 10, NULL);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	engine_service_reset(f->e, 1);
+	assert_int_equal(appeared(f), 0);
+	/* A bad index. */
+	assert_int_equal(engine_service_appeared(f->e, f->now, 2, &f->in[1], f->acts, 4), -EINVAL);
+	assert_int_equal(engine_service_appeared(f->e, f->now, -1, &f->in[1], f->acts, 4), -EINVAL);
+}
+
+/* Weights=reactive: a new cgroup waits for a violation. */
+static void test_appeared_reactive(void **state)
+{
+	struct fx *f = *state;
+
+	start(f);
+	assert_int_equal(window(f, 0.3, 1000, NULL), 0);
+	engine_service_reset(f->e, 1);
+	assert_int_equal(appeared(f), 0);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
 }
 
 static void test_reactive_cut_to_idle(void **state)
@@ -1885,6 +1963,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_weights_floor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_weights_floor_default, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_weights_floor_idle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_appeared_floor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_appeared_reactive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slice_first_rung_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reactive_cut_to_idle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idle_quota_left_alone, setup, teardown),

@@ -31,6 +31,13 @@ Delegate=yes), from the read-only share: the tree's binary and test tools at
             `tailwarden status`, kill -9 of the daemon: the unit's
             ExecStopPost= (`tailwarden restore`) puts the knobs back before
             Restart= brings it up again (and it cuts again); stop restores
+  unit_restart
+            (full pass) the same rig with Unit= policies and the hog under
+            Weights=floor: the hog's unit stopped and started again 3 times
+            (a new cgroup each time): its cpu.weight put at the floor (1)
+            each time, as the new directory appears in one restart at least
+            (the decision says so; the tick may come first under
+            emulation; the time each took is printed); stop restores
 
 Under TCG only ratios measured in the same run are asserted, never absolute
 latencies.
@@ -228,6 +235,8 @@ CPUWeight=1..100
 CPUQuota=5%%..max
 Weights=reactive
 """
+HOG_FLOOR_POLICY = HOG_POLICY.replace("Weights=reactive", "Weights=floor")
+UNIT_RESTARTS = 3   # unit_restart: the hog's unit stopped and started again this often
 SEPARATION = 2.5    # the hog must raise nginx's p99 at least this much (else no test)
 CALIB_TRIES = 3     # measurements of (alone, beside the hog) before giving up
 
@@ -260,7 +269,7 @@ class HogRig:
     units=True the policies name the units (Unit=, through PID 1's bus)
     instead of their cgroups."""
 
-    def __init__(self, sess, units=False):
+    def __init__(self, sess, units=False, hog_policy=HOG_POLICY):
         self.sess = sess
         self.units = units
         self.port = tw.free_port()
@@ -304,7 +313,7 @@ class HogRig:
         key = "Unit" if units else "Cgroup"
         name = (lambda u: u) if units else (lambda u: "system.slice/" + u)
         for pname, body in (("tw-web", WEB_POLICY % (key, name(UNIT_WEB), self.target_us)),
-                            ("tw-hog", HOG_POLICY % (key, name(UNIT_HOG)))):
+                            ("tw-hog", hog_policy % (key, name(UNIT_HOG)))):
             with open(os.path.join(POLICY_DIR, pname + ".policy"), "w") as f:
                 f.write(body)
         self.load = sess.loadgen("http", self.port, rate, 900, conns=4, cpu=CLIENT_CPU,
@@ -400,6 +409,12 @@ def hog_reasons(since):
             and float(d.get("ts") or 0) >= since]
 
 
+def hog_reasons_until(since, until):
+    """The reasons of the daemon's decisions on the hog from `since` to `until` (unix s)."""
+    return [d.get("reason", "") for d in decision_reasons() if UNIT_HOG in json.dumps(d)
+            and since <= float(d.get("ts") or 0) < until]
+
+
 def first_reason(since):
     rs = hog_reasons(since)
     return rs[0] if rs else ""
@@ -470,6 +485,67 @@ def test_unit_policy():
                 % (rig.calib, rig.orig, cut, props, reason, back))
 
 
+def test_unit_restart():
+    """Weights=floor on a Unit= policy, the hog's unit stopped and started
+    again (a new unit and cgroup, CPUWeight=100 as given to systemd-run): the
+    daemon watches system.slice and puts each new cgroup's cpu.weight at its
+    floor (1, through PID 1's bus), and does so as the directory appears (the
+    decision says "its new cgroup just made") for one restart at least: under
+    emulation the daemon's tick sometimes comes first, as it may on any host
+    when the two fall together. How long each took is printed, not asserted
+    (emulated time; make check's restart case asserts it on the host); stop
+    restores the new instance's own weight."""
+    with tw.Session(("unified",), tag="unitrestart") as sess:
+        rig = HogRig(sess, units=True, hog_policy=HOG_FLOOR_POLICY)
+        rig.start_tailwarden()
+        cut = rig.wait_cut()
+        check(cut["cpu.weight"] == "1", "the hog's cpu.weight %s, not its floor 1" % cut)
+        cg = unit_cg(UNIT_HOG)
+        took, made = [], []
+        for _ in range(UNIT_RESTARTS):
+            made.append(time.time())
+            old = os.stat(cg).st_ino
+            sh("systemctl", "stop", UNIT_HOG, timeout=60)
+            subprocess.run(["systemctl", "reset-failed", UNIT_HOG], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+            start = subprocess.Popen(
+                ["systemd-run", "--quiet", "--unit", UNIT_HOG, "-p", "CPUWeight=100",
+                 "/usr/bin/taskset", "-c", str(SERVER_CPU), "/usr/bin/stress-ng", "--cpu", "2",
+                 "--timeout", "900", "-q"])
+            t_new = t_floor = None
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and t_floor is None:
+                try:
+                    if os.stat(cg).st_ino != old:
+                        t_new = t_new or time.monotonic()
+                        if readf(os.path.join(cg, "cpu.weight")) == "1":
+                            t_floor = time.monotonic()
+                except (OSError, SetupError):
+                    pass
+                time.sleep(0.005)
+            check(start.wait(60) == 0, "systemd-run of %s failed" % UNIT_HOG)
+            check(t_new is not None, "no new cgroup of %s within 30 s" % UNIT_HOG)
+            check(t_floor is not None, "the new cgroup of %s never at its floor: cpu.weight %s"
+                  % (UNIT_HOG, knobs(UNIT_HOG)))
+            took.append(t_floor - t_new)
+            time.sleep(2)
+        info("new cgroup to its floor: %s s" % ", ".join("%.3f" % t for t in took))
+        ends = made[1:] + [time.time()]
+        watched = [i + 1 for i, (a, b) in enumerate(zip(made, ends))
+                   if any("its new cgroup just made" in r for r in hog_reasons_until(a, b))]
+        check(watched, "in none of %d restarts of %s was the floor set as its cgroup appeared "
+              "(no decision says 'its new cgroup just made'): %s" % (
+                  UNIT_RESTARTS, UNIT_HOG, journal("tailwarden.service", rig.since)[-1500:]))
+        sh("systemctl", "stop", "tailwarden.service", timeout=120)
+        after = knobs(UNIT_HOG)
+        check(after["cpu.weight"] == "100",
+              "after stop the new instance's cpu.weight is %s, not its own 100" % after)
+        return ("%s; %d restarts of %s: its new cgroup at cpu.weight 1 %s s after it appeared, "
+                "as it appeared in restarts %s (the others at the tick); stop restored %s"
+                % (rig.calib, UNIT_RESTARTS, UNIT_HOG, ", ".join("%.3f" % t for t in took),
+                   watched, after))
+
+
 def test_unit():
     with tw.Session(("unified",), tag="unit") as sess:
         rig = HogRig(sess)
@@ -530,7 +606,8 @@ def test_flows_lossy():
 TESTS = [("top", test_top), ("accuracy", test_accuracy), ("hog", test_hog),
          ("flows_lossy", test_flows_lossy)]
 if not QUICK:
-    TESTS += [("unit", test_unit), ("unit_policy", test_unit_policy)]
+    TESTS += [("unit", test_unit), ("unit_policy", test_unit_policy),
+              ("unit_restart", test_unit_restart)]
 
 
 def prepare():
