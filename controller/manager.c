@@ -695,6 +695,20 @@ static void watch_services(struct manager *m)
 }
 
 /*
+ * Find the service's cgroup again and read its knobs: what the engine
+ * starts from, at a tick or when its cgroup appears between ticks.
+ */
+static void service_look(struct manager *m, struct service_rt *s, struct engine_input *in)
+{
+	service_input_init(in);
+	service_resolve(m, s);
+	if (s->sv.cgid && s->knobs)
+		controllers_ensure(m, s);
+	read_knobs(m, s, in->knob);
+	in->no_idle = no_idle(s);
+}
+
+/*
  * Weights=floor and a restart. A best-effort service restarted into a new
  * cgroup (a unit's restart, a cgroup made again) starts at its home
  * weight, and the tick that finds it comes up to a period later: its
@@ -748,13 +762,9 @@ static void service_appeared(struct manager *m, struct service_rt *s)
 	if (!appear_complete(m, s))
 		return;
 	s->reopen = true; /* the same cgroup: a hierarchy's directory came back */
-	service_resolve(m, s);
+	service_look(m, s, &in);
 	if (!s->sv.cgid || !s->knobs)
 		return;
-	controllers_ensure(m, s);
-	service_input_init(&in);
-	read_knobs(m, s, in.knob);
-	in.no_idle = no_idle(s);
 	sd_event_now(m->event, CLOCK_MONOTONIC, &usec);
 	n = engine_service_appeared(m->engine, usec * 1000, (int)(s - m->svc), &in, m->acts,
 				    m->nacts);
@@ -816,8 +826,7 @@ static void appear_watch(struct manager *m, struct service_rt *s)
 			continue;
 		}
 		w->said = false;
-		if (snprintf(w->dir, sizeof(w->dir), "%s", dirs[j]) >= (int)sizeof(w->dir))
-			w->dir[0] = '\0'; /* cannot be: dirs[j] came from two paths */
+		memcpy(w->dir, dirs[j], sizeof(w->dir));
 	}
 }
 
@@ -829,13 +838,8 @@ static void sense_service(struct manager *m, struct service_rt *s,
 	struct contention_sample *c = m->c; /* reused for every service */
 	bool have_c = false;
 
-	service_input_init(in);
-	service_resolve(m, s);
+	service_look(m, s, in);
 	appear_watch(m, s);
-	if (s->sv.cgid && s->knobs)
-		controllers_ensure(m, s);
-	read_knobs(m, s, in->knob);
-	in->no_idle = no_idle(s);
 	if (!s->sv.cgid)
 		return;
 	/* New threads (workers, a restarted service) get the slice while it is set. */

@@ -106,6 +106,18 @@ def snapshot(files):
     return {k: readf(p) for k, p in files.items()}
 
 
+def default_floor(files):
+    """The default policy's floor for the hog's knob files (knob_files()):
+    CPUWeight=idle..100, its floor cpu.idle 1 (added to files, so that its
+    restore is checked too); on a kernel without cpu.idle, 1..100 and
+    cpu.shares 10. Returns (the file, its value at the floor, CPUWeight=)."""
+    idle = os.path.join(os.path.dirname(files["cpu.shares"]), "cpu.idle")
+    if not os.path.exists(idle):
+        return files["cpu.shares"], "10", "1..100"
+    files["cpu.idle"] = idle
+    return idle, "1", "idle..100"
+
+
 def cpu_usage_ns(cg):
     return int(readf(os.path.join(tw.CGROUP_FS, "cpuacct", cg.rel.lstrip("/"), "cpuacct.usage")))
 
@@ -706,13 +718,9 @@ def test_burst():
         rig = Rig(sess)
         alone, hog, target, tried = calibrate(rig)
         files = knob_files(rig.batch)
-        idle = os.path.join(os.path.dirname(files["cpu.shares"]), "cpu.idle")
-        floor_file, floor = (idle, "1") if os.path.exists(idle) else (files["cpu.shares"], "10")
-        if os.path.exists(idle):
-            files["cpu.idle"] = idle
+        floor_file, floor, weight = default_floor(files)
         orig = snapshot(files)
-        tw_proc = rig.run(rig.write_policies(
-            target, weights=None, weight="idle..100" if floor == "1" else "1..100"))
+        tw_proc = rig.run(rig.write_policies(target, weights=None, weight=weight))
         rnd = random.Random(BURST_SEED)
         sched, t = [], float(BURST_LEAD_S)
         while t < BURST_LEAD_S + BURST_PHASE_S - 1:
@@ -813,13 +821,9 @@ def test_restart():
         rig = Rig(sess)
         alone, hog, target, tried = calibrate(rig)
         files = knob_files(rig.batch)
-        idle = os.path.join(os.path.dirname(files["cpu.shares"]), "cpu.idle")
-        floor_file, floor = (idle, "1") if os.path.exists(idle) else (files["cpu.shares"], "10")
-        if os.path.exists(idle):
-            files["cpu.idle"] = idle
+        floor_file, floor, weight = default_floor(files)
         orig = snapshot(files)
-        tw_proc = rig.run(rig.write_policies(
-            target, weights=None, weight="idle..100" if floor == "1" else "1..100"))
+        tw_proc = rig.run(rig.write_policies(target, weights=None, weight=weight))
         dump = os.path.join(rig.dir, "restart.dump")
         lg = sess.loadgen("http", rig.nginx.port, rig.rate, RESTART_S, cpu=CLIENT_CPU,
                           extra=["--dump", dump], background=True)

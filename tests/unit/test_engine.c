@@ -134,13 +134,19 @@ static double lat_read(double lat_ms)
 	return hist_mid(hist_bucket((uint64_t)(lat_ms * MS))) / MS;
 }
 
+/* The engine's last f->n actions, applied to the knobs it reads next. */
+static void apply_acts(struct fx *f)
+{
+	assert_true(f->n >= 0);
+	for (int i = 0; i < f->n; i++)
+		f->in[f->acts[i].service].knob[f->acts[i].knob] = f->acts[i].new_value;
+}
+
 /* One tick at f->now: run the engine and apply what it decided. */
 static int run_tick(struct fx *f)
 {
 	f->n = engine_tick(f->e, f->now, f->in, f->acts, sizeof(f->acts) / sizeof(*f->acts));
-	assert_true(f->n >= 0);
-	for (int i = 0; i < f->n; i++)
-		f->in[f->acts[i].service].knob[f->acts[i].knob] = f->acts[i].new_value;
+	apply_acts(f);
 	for (size_t i = 0; i < f->set.n; i++)
 		f->in[i].have_window = false;
 	return f->n;
@@ -1691,9 +1697,7 @@ static int appeared(struct fx *f)
 {
 	f->n = engine_service_appeared(f->e, f->now, 1, &f->in[1], f->acts,
 				       sizeof(f->acts) / sizeof(*f->acts));
-	assert_true(f->n >= 0);
-	for (int i = 0; i < f->n; i++)
-		f->in[f->acts[i].service].knob[f->acts[i].knob] = f->acts[i].new_value;
+	apply_acts(f);
 	return f->n;
 }
 

@@ -235,6 +235,10 @@ CPUWeight=1..100
 CPUQuota=5%%..max
 Weights=reactive
 """
+# The hog as a transient unit on nginx's CPU, with a CPU property (see HogRig).
+HOG_RUN = ("systemd-run", "--quiet", "--unit", UNIT_HOG, "-p", "CPUWeight=100",
+           "/usr/bin/taskset", "-c", str(SERVER_CPU), "/usr/bin/stress-ng", "--cpu", "2",
+           "--timeout", "900", "-q")
 HOG_FLOOR_POLICY = HOG_POLICY.replace("Weights=reactive", "Weights=floor")
 UNIT_RESTARTS = 3   # unit_restart: the hog's unit stopped and started again this often
 SEPARATION = 2.5    # the hog must raise nginx's p99 at least this much (else no test)
@@ -322,9 +326,7 @@ class HogRig:
     def start_hog(self):
         subprocess.run(["systemctl", "reset-failed", UNIT_HOG], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
-        sh("systemd-run", "--quiet", "--unit", UNIT_HOG, "-p", "CPUWeight=100",
-           "/usr/bin/taskset", "-c", str(SERVER_CPU), "/usr/bin/stress-ng", "--cpu", "2",
-           "--timeout", "900", "-q")
+        sh(*HOG_RUN)
         wait_for("%s's cgroup" % UNIT_HOG,
                  lambda: os.path.exists(os.path.join(unit_cg(UNIT_HOG), "cpu.weight")), 10)
 
@@ -403,13 +405,7 @@ def decision_reasons():
     return out
 
 
-def hog_reasons(since):
-    """The reasons of the daemon's decisions on the hog since `since` (unix s)."""
-    return [d.get("reason", "") for d in decision_reasons() if UNIT_HOG in json.dumps(d)
-            and float(d.get("ts") or 0) >= since]
-
-
-def hog_reasons_until(since, until):
+def hog_reasons(since, until=float("inf")):
     """The reasons of the daemon's decisions on the hog from `since` to `until` (unix s)."""
     return [d.get("reason", "") for d in decision_reasons() if UNIT_HOG in json.dumps(d)
             and since <= float(d.get("ts") or 0) < until]
@@ -508,10 +504,7 @@ def test_unit_restart():
             sh("systemctl", "stop", UNIT_HOG, timeout=60)
             subprocess.run(["systemctl", "reset-failed", UNIT_HOG], stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL)
-            start = subprocess.Popen(
-                ["systemd-run", "--quiet", "--unit", UNIT_HOG, "-p", "CPUWeight=100",
-                 "/usr/bin/taskset", "-c", str(SERVER_CPU), "/usr/bin/stress-ng", "--cpu", "2",
-                 "--timeout", "900", "-q"])
+            start = subprocess.Popen(HOG_RUN)
             t_new = t_floor = None
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and t_floor is None:
@@ -532,7 +525,7 @@ def test_unit_restart():
         info("new cgroup to its floor: %s s" % ", ".join("%.3f" % t for t in took))
         ends = made[1:] + [time.time()]
         watched = [i + 1 for i, (a, b) in enumerate(zip(made, ends))
-                   if any("its new cgroup just made" in r for r in hog_reasons_until(a, b))]
+                   if any("its new cgroup just made" in r for r in hog_reasons(a, b))]
         check(watched, "in none of %d restarts of %s was the floor set as its cgroup appeared "
               "(no decision says 'its new cgroup just made'): %s" % (
                   UNIT_RESTARTS, UNIT_HOG, journal("tailwarden.service", rig.since)[-1500:]))
