@@ -57,9 +57,10 @@ test_libs = $(or $(TEST_LIBS_$(1)),$(LIBS))
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(OUTPUT)/tests/%,$(wildcard tests/unit/test_*.c))
 TEST_TOOLS := $(OUTPUT)/tests/loadgen $(OUTPUT)/tests/syscall_loop $(OUTPUT)/tests/knobtool
 BENCH_TOOLS := $(OUTPUT)/tests/onoff $(OUTPUT)/tests/floor.bpf.o $(OUTPUT)/tests/floor_switch.bpf.o \
+	$(OUTPUT)/tests/pieces.bpf.o $(OUTPUT)/tests/percgroup.bpf.o $(OUTPUT)/tests/percgroup_lsm.bpf.o \
 	$(OUTPUT)/tests/progstats $(OUTPUT)/tests/progstats.bpf.o
 
-.PHONY: all vmlinux clean check check-layers contrib unit integration deps bench demo soak tests install uninstall fuzz fuzz-short vm-check vm-check-quick vm-image
+.PHONY: all vmlinux clean check check-layers contrib unit integration deps bench bench-tools demo soak tests install uninstall fuzz fuzz-short vm-check vm-check-quick vm-image
 .DELETE_ON_ERROR:
 .SECONDARY:
 
@@ -205,9 +206,12 @@ vm-check-quick: deps
 	$(Q)$(vm_run) --quick
 
 bench: deps
-	$(Q)$(MAKE) --no-print-directory tailwarden $(TEST_TOOLS) $(BENCH_TOOLS)
+	$(Q)$(MAKE) --no-print-directory bench-tools
 	$(Q)tests/bench/run
 	$(Q)tests/bench/colocation.py
+
+# What the benchmarks run, built (tests/vm/percgroup-probe needs them too).
+bench-tools: tailwarden $(TEST_TOOLS) $(BENCH_TOOLS)
 
 # Not in make check: 10 minutes of cgroups created and removed 20 times a
 # second under traffic; RSS and map occupancy must stay flat.

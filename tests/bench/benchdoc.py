@@ -48,9 +48,15 @@ def cpu_model():
 
 
 def mitigations():
-    """The Spectre v2 line in short: what makes every indirect call dear."""
+    """The Spectre v2 line in short: what makes every indirect call dear;
+    and, where the CPU has one, the SRSO line: what makes every kernel
+    return (so every BPF helper call) dear."""
     v2 = _read("/sys/devices/system/cpu/vulnerabilities/spectre_v2").strip()
-    return v2.split(";")[0] if v2 else "unknown"
+    srso = _read("/sys/devices/system/cpu/vulnerabilities/spec_rstack_overflow").strip()
+    out = v2.split(";")[0] if v2 else "unknown"
+    if srso and srso != "Not affected":
+        out += "; SRSO: %s" % srso
+    return out
 
 
 def commit():

@@ -6,7 +6,11 @@
  * (on a shared VM, the drift between runs of a few seconds is larger than
  * the few per cent being measured).
  *
- *   onoff floor OBJECT        every program of a BPF object (the floors)
+ *   onoff floor OBJECT [PROGRAM]
+ *                             every program of a BPF object (the floors), or
+ *                             the one named (the pieces: one at a time)
+ *   onoff cgroup OBJECT DIR   every program of a BPF object, attached to the
+ *                             cgroup2 directory DIR (cgroup_skb, lsm_cgroup)
  *   onoff sensors [--signals LIST | --no-contention]
  *                             tailwarden's sensors, loaded as `tailwarden
  *                             top` loads them (default signals unless told)
@@ -24,6 +28,7 @@
 #define _GNU_SOURCE
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -35,7 +40,8 @@
 #include "controller/sensors.h"
 
 struct onoff {
-	struct bpf_object *obj; /* floor */
+	struct bpf_object *obj; /* floor, cgroup */
+	int cgfd;		/* cgroup: the cgroup's directory, else -1 */
 	struct bpf_link *links[64];
 	size_t nlinks;
 	struct sensor *sensor; /* sensors */
@@ -53,7 +59,11 @@ static int floor_attach(struct onoff *o, bool on)
 		return 0;
 	}
 	bpf_object__for_each_program (p, o->obj) {
-		struct bpf_link *l = bpf_program__attach(p);
+		struct bpf_link *l;
+
+		if (!bpf_program__autoload(p))
+			continue;
+		l = o->cgfd >= 0 ? bpf_program__attach_cgroup(p, o->cgfd) : bpf_program__attach(p);
 
 		if (!l || o->nlinks == sizeof(o->links) / sizeof(o->links[0])) {
 			fprintf(stderr, "onoff: attaching %s: %s\n", bpf_program__name(p),
@@ -124,10 +134,28 @@ static int flows(struct onoff *o, int n)
 	return 0;
 }
 
-static int open_floor(struct onoff *o, const char *path)
+/* Every program of the object at path, or only the one named prog. */
+static int open_floor(struct onoff *o, const char *path, const char *prog)
 {
+	struct bpf_program *p;
+	bool found = false;
+
 	o->obj = bpf_object__open_file(path, NULL);
-	if (!o->obj || bpf_object__load(o->obj)) {
+	if (!o->obj) {
+		fprintf(stderr, "onoff: opening %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	bpf_object__for_each_program (p, o->obj) {
+		bool this = !prog || !strcmp(bpf_program__name(p), prog);
+
+		found |= this;
+		bpf_program__set_autoload(p, this);
+	}
+	if (!found) {
+		fprintf(stderr, "onoff: %s has no program %s\n", path, prog);
+		return -1;
+	}
+	if (bpf_object__load(o->obj)) {
 		fprintf(stderr, "onoff: loading %s: %s\n", path, strerror(errno));
 		return -1;
 	}
@@ -207,16 +235,21 @@ static int serve(struct onoff *o)
 
 int main(int argc, char **argv)
 {
-	struct onoff o = { 0 };
+	struct onoff o = { .cgfd = -1 };
 	int r;
 
-	if (argc >= 3 && !strcmp(argv[1], "floor")) {
-		r = open_floor(&o, argv[2]);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "floor")) {
+		r = open_floor(&o, argv[2], argc == 4 ? argv[3] : NULL);
+	} else if (argc == 4 && !strcmp(argv[1], "cgroup")) {
+		o.cgfd = open(argv[3], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (o.cgfd < 0)
+			fprintf(stderr, "onoff: %s: %s\n", argv[3], strerror(errno));
+		r = o.cgfd < 0 ? -1 : open_floor(&o, argv[2], NULL);
 	} else if (argc >= 2 && !strcmp(argv[1], "sensors")) {
 		r = open_sensors(&o, argc - 2, argv + 2);
 	} else {
-		fprintf(stderr,
-			"usage: onoff floor OBJECT | onoff sensors [--signals LIST | --no-contention]\n");
+		fprintf(stderr, "usage: onoff floor OBJECT [PROGRAM] | onoff cgroup OBJECT DIR |\n"
+				"       onoff sensors [--signals LIST | --no-contention]\n");
 		return 2;
 	}
 	if (r || attach(&o, false))
@@ -228,5 +261,7 @@ int main(int argc, char **argv)
 	contention_free(o.cont);
 	sensor_free(o.sensor);
 	bpf_object__close(o.obj);
+	if (o.cgfd >= 0)
+		close(o.cgfd);
 	return r ? 1 : 0;
 }
