@@ -218,11 +218,12 @@ class Modes:
         self.on = mode
 
 
-def alternate(sess, modes, runs, once, topcg, what):
+def alternate(sess, modes, runs, once, topcg, what, sw=None):
     """runs rounds; each round runs every mode once, the order rotating from
-    round to round so that drift hits all modes alike. {mode: [results]}."""
+    round to round so that drift hits all modes alike. {mode: [results]}.
+    sw: the modes' programs, loaded already (else loaded here)."""
     res = {m: [] for m in modes}
-    sw = Modes(sess, modes, topcg)
+    sw = sw or Modes(sess, modes, topcg)
     for i in range(runs):
         for mode in rotate(modes, i):
             sw.set(mode)
@@ -395,15 +396,9 @@ def stats_add(acc, a, b, ids):
             t[1] += ns - n0
 
 
-def stats_sum(into, a, b, ids):
-    """Add the runs and run time of programs ids between snapshots a and b,
-    over all CPUs, to into ([runs, ns])."""
-    acc = {}
-    stats_add(acc, a, b, ids)
-    for e in acc.values():
-        for cnt, ns in e["cpu"].values():
-            into[0] += cnt
-            into[1] += ns
+def runs_ns(acc):
+    """[runs, run time in ns] of every program of acc (stats_add's), over all CPUs."""
+    return [sum(c[i] for e in acc.values() for c in e["cpu"].values()) for i in (0, 1)]
 
 
 def prog_ids(pid):
@@ -457,16 +452,16 @@ def split_cols(r):
             "%.0f + %.0f = %.0f" % (r["srv_ns_req"], c_ns, r["ns_req"])]
 
 
-def stats_phase(sess, sw, load, args):
-    """The statistics of the floor's and the default sensors' programs,
-    the two taking turns in slots of args.stats_s seconds: {mode: (acc,
-    requests)}."""
+def stats_phase(sess, sw, load, args, modes=("floor", "default")):
+    """The statistics of the modes' programs (the floor's and the default
+    sensors' unless told), taking turns in slots of args.stats_s seconds,
+    args.stats_rounds rounds: {mode: (acc, requests)}."""
     ps = ProgStats(sess)
     try:
-        ids = {m: prog_ids(sw.procs[m].pid) for m in ("floor", "default")}
+        ids = {m: prog_ids(sw.procs[m].pid) for m in modes}
         out = {m: ({}, 0) for m in ids}
         for i in range(args.stats_rounds):
-            for m in rotate(["floor", "default"], i):
+            for m in rotate(list(modes), i):
                 sw.set(m)
                 time.sleep(0.05)
                 a, n0 = ps.read(), load.count()
@@ -655,19 +650,16 @@ def run_case(args):
         logf = open(os.path.join(d, "run.log"), "w+")
         daemon = sess.spawn([tw.TAILWARDEN, "run", "--config", conf, "--policies", pol],
                             cgroup=sess.cgroup("tw"), stdout=logf, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 20
-        while True:
+        def log_text():
             with open(logf.name) as f:
-                text = f.read()
-            if "running:" in text:
-                break
+                return f.read()
+        deadline = time.monotonic() + 20
+        while "running:" not in log_text():
             if daemon.poll() is not None or time.monotonic() > deadline:
-                raise tw.SetupError("tailwarden run did not start: %s" % text[-1000:])
+                raise tw.SetupError("tailwarden run did not start: %s" % log_text()[-1000:])
             time.sleep(0.1)
-        with open(logf.name) as f:
-            text = f.read()
-        if "ignoring until it can" in text:
-            raise tw.SetupError("tailwarden run ignores nginx's cgroup: %s" % text[-1000:])
+        if "ignoring until it can" in log_text():
+            raise tw.SetupError("tailwarden run ignores nginx's cgroup: %s" % log_text()[-1000:])
         ids = prog_ids(daemon.pid)
         ps = ProgStats(sess)
         try:
@@ -688,10 +680,10 @@ def run_case(args):
                 if srv is nginx:
                     # Its requests sensed, as the daemon logs its first verdict.
                     seen = time.monotonic() + 5
-                    while not re.search(r"service web: .*p99 [0-9.]+[um]?s", open(logf.name).read()):
+                    while not re.search(r"service web: .*p99 [0-9.]+[um]?s", log_text()):
                         if time.monotonic() > seen:
                             raise tw.SetupError("tailwarden run logged no p99 of nginx: %s"
-                                                % open(logf.name).read()[-1000:])
+                                                % log_text()[-1000:])
                         time.sleep(0.2)
                 acc = {}
                 stats_add(acc, a, b, ids)
@@ -750,30 +742,16 @@ def pieces(args):
     for n in names:
         MODES["piece:" + n] = ["floor", PIECES_OBJ, n]
     modes = ["untraced"] + ["piece:" + n for n in names]
-    acc = {n: [0, 0] for n in names}
     with tw.Session(tag="bench-pieces") as sess:
         topcg = sess.cgroup("top")
         sw = Modes(sess, modes, topcg)
         secs = args.stats_rounds * len(names) * (args.stats_s + 0.3) + 30
         load = Load(sess, "redis", CLIENT_CPU, int(secs))
-        ps = ProgStats(sess)
         try:
-            ids = {n: prog_ids(sw.procs["piece:" + n].pid) for n in names}
-            for i in range(args.stats_rounds):
-                for m in rotate(modes[1:], i):
-                    n = m.split(":", 1)[1]
-                    sw.set(m)
-                    time.sleep(0.05)
-                    a = ps.read()
-                    time.sleep(args.stats_s)
-                    b = ps.read()
-                    stats_sum(acc[n], a, b, ids[n])
-                sw.set("untraced")
-                tw.log("  pieces round %d: %s" % (i + 1, " ".join(
-                    "%s %.0f" % (n, acc[n][1] / acc[n][0]) for n in names if acc[n][0])))
+            st = stats_phase(sess, sw, load, args, modes[1:])
         finally:
-            ps.close()
             load.stop()
+    acc = {n: runs_ns(st["piece:" + n][0]) for n in names}
     raw_add(args, "pieces", {"runs_and_ns": acc})
     per = {n: (acc[n][1] / acc[n][0] if acc[n][0] else None) for n in names}
     header = ["piece", "runs", "ns/run", "above the empty program"]
@@ -832,40 +810,33 @@ def percgroup(args):
                 refused = ("EPERM on load: the kernel refuses BPF trampolines, which these "
                            "programs (like fentry and fexit) need")
             tw.log("  percgroup: lsm_cgroup refused here: %s" % refused)
-        ids = {m: prog_ids(sw.procs[m].pid) for m in modes if m in sw.procs}
-        res = {(m, w): [] for m in modes for w in ("named", "other")}
-        st = {m: [0, 0] for m in modes}
-
-        def loop(cg):
-            p = sess.spawn([SYSCALL_LOOP, "-n", str(args.iterations), "-r", "5"],
-                           cgroup=cg, cpu=CLIENT_CPU, stdout=subprocess.PIPE)
-            out, _ = p.communicate(timeout=120)
-            r = json.loads(out)
-            return r["sock_op_ns"], r["rr_ns"]
+        def once():  # in the cgroup, then outside it: send/recv, round trip each
+            return tuple(r[k] for r in (syscall_loop(sess, named, args),
+                                        syscall_loop(sess, other, args))
+                         for k in ("sock_op_ns", "rr_ns"))
         # The times with the statistics off (their clock reads would be in them) ...
-        for i in range(args.runs):
-            for m in rotate(modes, i):
-                sw.set(m)
-                for w, cg in (("named", named), ("other", other)):
-                    res[(m, w)].append(loop(cg))
-                sw.set("untraced")
-            tw.log("  percgroup round %d done" % (i + 1))
+        res = alternate(sess, modes, args.runs, once, topcg, "percgroup", sw=sw)
         # ... then each program's ns per run, in the cgroup, with them on.
+        st = {}
         ps = ProgStats(sess)
         try:
             for m in modes[1:]:
                 sw.set(m)
                 a = ps.read()
-                loop(named)
+                syscall_loop(sess, named, args)
                 b = ps.read()
                 sw.set("untraced")
-                stats_sum(st[m], a, b, ids[m])
+                acc = {}
+                stats_add(acc, a, b, prog_ids(sw.procs[m].pid))
+                st[m] = runs_ns(acc)
         finally:
             ps.close()
-    raw_add(args, "percgroup", {"%s/%s" % k: v for k, v in res.items()})
+    raw_add(args, "percgroup", res)
+    col = {"named": 0, "other": 2}  # where once() put each cgroup's figures
 
     def added(m, w, k):
-        return statistics.median(x[k] - y[k] for x, y in zip(res[(m, w)], res[("untraced", w)]))
+        i = col[w] + k
+        return statistics.median(x[i] - y[i] for x, y in zip(res[m], res["untraced"]))
     header = ["programs", "in the cgroup: send/recv", "round trip", "outside it: send/recv",
               "round trip", "ns/run (statistics, in the cgroup)"]
     rows = []
@@ -875,7 +846,7 @@ def percgroup(args):
             continue
         rows.append([what] + ["%+.0f" % added(m, w, k) for w in ("named", "other") for k in (0, 1)] +
                     ["%.0f" % (st[m][1] / st[m][0]) if st[m][0] else "-"])
-    base = [statistics.median(x[k] for x in res[("untraced", "named")]) for k in (0, 1)]
+    base = [statistics.median(x[k] for x in res["untraced"]) for k in (0, 1)]
     table("(b6) hooks per cgroup: ns added per operation (paired medians over %d rounds; "
           "untraced: %.0f ns per send/recv, %.0f per round trip)" % (args.runs, base[0], base[1]),
           header, rows)
@@ -968,6 +939,14 @@ def build_syscall_loop():
                     SYSCALL_LOOP, src, "-lm"], check=True)
 
 
+def syscall_loop(sess, cg, args):
+    """One run of tests/bench/syscall_loop in cg on CLIENT_CPU: its figures."""
+    p = sess.spawn([SYSCALL_LOOP, "-n", str(args.iterations), "-r", "5"], cgroup=cg,
+                   cpu=CLIENT_CPU, stdout=subprocess.PIPE)
+    out, _ = p.communicate(timeout=120)
+    return json.loads(out)
+
+
 def syscalls(args):
     build_syscall_loop()
     modes = [m for m in args.modes]
@@ -975,10 +954,7 @@ def syscalls(args):
         cg, topcg = sess.cgroup("loop"), sess.cgroup("top")
 
         def once():
-            p = sess.spawn([SYSCALL_LOOP, "-n", str(args.iterations), "-r", "5"], cgroup=cg,
-                           cpu=CLIENT_CPU, stdout=subprocess.PIPE)
-            out, _ = p.communicate(timeout=120)
-            r = json.loads(out)
+            r = syscall_loop(sess, cg, args)
             return r["sock_op_ns"], r["getppid_ns"], r["rr_ns"]
         res = alternate(sess, modes, args.runs, once, topcg, "loop")
         raw_add(args, "syscalls", res)
