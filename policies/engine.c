@@ -57,7 +57,9 @@
  *                      -> no neighbour is throttled, through every
  *                         violation until a window meets the objective
  *                         (overload()); then what the episode cut is given
- *                         back in one step (give_back_episode()).
+ *                         back in one step (give_back_episode()). While
+ *                         every LC service is so, Weights=floor yields the
+ *                         CPU weight to its home (floor_yields()).
  *   frequency of the LC's CPUs rises whatever the diagnosis.
  *
  * Slice= (an LC's EEVDF slice, knob sched.slice): the first rung of the
@@ -144,13 +146,21 @@
  * its 5% floor and held it there through the whole of `make demo`'s hog.
  */
 /*
- * Own load beyond the CPU ends on interference with best-effort work
+ * Own load beyond the CPU ends on any other reading with best-effort work
  * holding CPU in this many violations in a row: their use is read per
  * tick, and one tick over BE_BUSY mid-overload (measured: a 17% -> 8% quota
  * cut after the own-load verdict in one of three runs of scenario 5) is
  * not a neighbour.
  */
 #define OWN_INTF_WINDOWS 2
+/*
+ * Weights=floor yields to its own load beyond the CPU (floor_yields()) for
+ * at most this many windows of the LC service at once; then the floor again
+ * for a window, to see whether its own load is still beyond the CPU (the
+ * rules that end it can miss a fall: a latency that drains to no lower than
+ * it was at the floor).
+ */
+#define OWN_YIELD_MAX 30
 /* A verdict older than this many windows (the cgroup vanished?) no longer votes. */
 #define VERDICT_WINDOWS 3
 
@@ -210,6 +220,8 @@ struct service_mem {
 	bool no_idle;	       /* its CPU weight cannot be idle here (engine_input.no_idle) */
 	bool own_over;	       /* it was, and a window met the objective: undo the episode's cuts */
 	unsigned intf_windows; /* violations in a row read as interference while overloaded */
+	unsigned own_windows;  /* windows of the episode of its own load beyond the CPU so far */
+	double own_lat; /* its latency (ns) in the last window that found it so at the floor */
 	unsigned route;
 	double slack;
 	double latency; /* the percentile of its last window with a verdict, ns */
@@ -617,6 +629,15 @@ static bool be_squeezed(const struct engine *e)
 	return be_cpu_use(e) < BE_BUSY;
 }
 
+/* Does a best-effort service hold Weights=floor (which an overload yields: floor_yields())? */
+static bool any_floor(const struct engine *e)
+{
+	for (size_t b = 0; b < e->set->n; b++)
+		if (e->set->v[b].klass == POLICY_BEST_EFFORT && e->set->v[b].weights_floor)
+			return true;
+	return false;
+}
+
 /*
  * Its own load beyond what the CPU gives: a violation of its own load (on
  * the CPU, or nothing standing out) while the best-effort services already
@@ -625,8 +646,10 @@ static bool be_squeezed(const struct engine *e)
  * spares them, through every violation that follows, whatever they use
  * meanwhile (the backlog draining after the load falls gives them CPU
  * again: a cut then would be for nothing too), until a window meets the
- * objective or the diagnosis names interference while they hold CPU, in
- * OWN_INTF_WINDOWS violations in a row (a neighbour's doing).
+ * objective or the diagnosis names anything but its own load while they
+ * hold CPU, in OWN_INTF_WINDOWS violations in a row (its load fell back,
+ * or a neighbour's doing). Weights=floor yields while this lasts
+ * (floor_yields()); then it ends only once its load is down as well.
  * Fills note; true while overloaded.
  */
 static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char *note, size_t len)
@@ -645,31 +668,51 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 	}
 	s->own_over = false;
 	/*
-	 * Interference is a neighbour's doing only while they hold CPU: with
-	 * them squeezed, it is its own backlog queueing at a served rate that no
-	 * longer grows (measured: cpu/interference, queueing x62, mid-step).
+	 * A window that is not its own load ends it only while they hold CPU:
+	 * with them squeezed, interference is its own backlog queueing at a
+	 * served rate that no longer grows (measured: cpu/interference,
+	 * queueing x62, mid-step). With them holding CPU any other reading
+	 * counts: its load fell back, or a neighbour's doing. But the CPU of
+	 * services under Weights=floor is what the overload yielded them
+	 * (floor_yields()): the queueing they cause is ours, and counts only
+	 * once its load is down, read as its request rate no longer up on its
+	 * baseline and its latency below what the overload showed at the
+	 * floor (own_lat: its backlog draining). Yielded, it serves less, so
+	 * the rate alone drops with the CPU given away. Measured without
+	 * either: cpu/interference (queueing x21-35, p99 14-15 ms against 6-9
+	 * ms at the floor) two windows after each yield, the floor back, own
+	 * load again: the hog at its floor for 4 windows of every 6; after
+	 * the load fell, p99 3.5 ms.
 	 */
-	if (s->overloaded && d && d->cause == DIAG_CAUSE_INTERFERENCE && !be_squeezed(e)) {
+	if (s->overloaded && !own && !be_squeezed(e) &&
+	    !(any_floor(e) && ((d && d->load_up) || !(s->latency < s->own_lat)))) {
 		/* Two windows in a row: one tick of theirs over BE_BUSY is not a neighbour. */
 		if (++s->intf_windows >= OWN_INTF_WINDOWS)
 			s->overloaded = false;
 	} else {
 		s->intf_windows = 0;
-		if (squeezed)
+		if (squeezed) {
 			s->overloaded = true;
+			s->own_lat = s->latency;
+		}
 	}
-	if (!s->overloaded)
+	/* Yielded OWN_YIELD_MAX windows: the floor again, to see whether it still is. */
+	if (s->overloaded && any_floor(e) && ++s->own_windows > OWN_YIELD_MAX)
+		s->overloaded = false;
+	if (!s->overloaded) {
+		s->own_windows = 0;
 		return false;
+	}
 	if (squeezed)
 		snprintf(
 			note, len,
-			"its own load is beyond what the CPU gives: best-effort work holds %.0f%% of a CPU, taking that cannot meet the objective; not cut while this lasts",
-			be_cpu_use(e) * 100);
+			"its own load is beyond what the CPU gives: best-effort work holds %.0f%% of a CPU, taking that cannot meet the objective; not cut while this lasts%s",
+			be_cpu_use(e) * 100, any_floor(e) ? ", Weights=floor at home" : "");
 	else
 		snprintf(
 			note, len,
-			"its own load is still beyond what the CPU gave it: best-effort work (%.0f%% of a CPU) not cut until a window meets the objective",
-			be_cpu_use(e) * 100);
+			"its own load is still beyond what the CPU gave it: best-effort work (%.0f%% of a CPU) not cut until a window meets the objective%s",
+			be_cpu_use(e) * 100, any_floor(e) ? ", Weights=floor at home" : "");
 	return true;
 }
 
@@ -678,7 +721,7 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 {
 	const struct policy *p = &e->set->v[i];
 	struct service_mem *s = &e->s[i];
-	char lat[24], tgt[24], pct[16], be_note[224];
+	char lat[24], tgt[24], pct[16], be_note[256];
 	const char *spare;
 	double latency;
 
@@ -811,6 +854,55 @@ static void hold_floor(struct tick *t, size_t b, size_t driver, bool appeared)
 			       "a latency-critical service serves; idle, its CPU goes to whoever wakes, so the floor costs nothing while there is room" :
 			       "a latency-critical service serves; a weight only orders wake-ups, so its floor costs nothing while there is room");
 	}
+}
+
+/*
+ * Does Weights=floor yield the CPU weight? While every LC service with a
+ * current verdict is beyond the CPU on its own load (overload()): the floor
+ * would give it the best-effort work's CPU, and that cannot meet its
+ * objective either, so it would only strangle them for nothing (measured,
+ * scenario 5 of docs/benchmarks.md: the hog kept 1-4 % of its CPU through
+ * the step at its floor). An LC service that still serves within reach
+ * keeps the floor for every one.
+ */
+static bool floor_yields(const struct engine *e)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < e->set->n; i++) {
+		if (e->set->v[i].klass != POLICY_LATENCY_CRITICAL || e->s[i].band == BAND_NONE)
+			continue;
+		if (!e->s[i].overloaded)
+			return false;
+		any = true;
+	}
+	return any;
+}
+
+/*
+ * Weights=floor, yielding (floor_yields()): the CPU weight back home in one
+ * step, the share the user gave the service, while the overload lasts; the
+ * floor comes back with the tick after it ends.
+ */
+static void yield_floor(struct tick *t, size_t b, size_t driver)
+{
+	struct knob_mem *m = &t->e->s[b].k[KNOB_CPU_WEIGHT];
+
+	/* No cooldown: not a give-back that may hurt, the state it is in now. */
+	if (!held(t->e, b, KNOB_CPU_WEIGHT) || !movable(t->e, b, KNOB_CPU_WEIGHT) || !m->touched ||
+	    !(m->now < m->home))
+		return;
+	change(t, b, KNOB_CPU_WEIGHT, m->home, DIR_RELAX, driver, false,
+	       "Weights=floor yields: the latency-critical services' own load is beyond what the CPU gives, and the floor would take the CPU from best-effort work for nothing; its home weight while this lasts");
+}
+
+/* Weights=floor as the latency-critical services stand: held, or yielding. */
+static void floor_as_now(struct tick *t, size_t b, size_t driver, bool appeared)
+{
+	if (floor_yields(t->e))
+		yield_floor(t, b, driver);
+	else
+		hold_floor(t, b, driver, appeared);
 }
 
 /*
@@ -1533,7 +1625,7 @@ int engine_service_appeared(struct engine *e, uint64_t now_ns, int service,
 		return 0;
 	serving = last_serving(e);
 	if (serving >= 0)
-		hold_floor(&t, b, (size_t)serving, true);
+		floor_as_now(&t, b, (size_t)serving, true);
 	return t.overflow ? -ENOSPC : (int)t.n;
 }
 
@@ -1564,7 +1656,7 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 				release_floor(&t, b);
 			else if (serving >= 0)
 				/* A new instance (a restarted unit) is held from its first tick. */
-				hold_floor(&t, b, (size_t)serving, false);
+				floor_as_now(&t, b, (size_t)serving, false);
 		}
 		return t.overflow ? -ENOSPC : (int)t.n;
 	}
@@ -1587,7 +1679,7 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 		if (set->v[b].klass != POLICY_BEST_EFFORT)
 			continue;
 		if (set->v[b].weights_floor)
-			hold_floor(&t, b, tightest, false);
+			floor_as_now(&t, b, tightest, false);
 		if (violation) {
 			cut_neighbour(&t, b);
 		} else if (relax >= 0) {

@@ -708,6 +708,7 @@ void diag_update(struct diag_state *s, const struct qos_sample *q,
 	out->dominant = DIAG_NONE;
 	out->cause = DIAG_CAUSE_UNKNOWN;
 	measure(s, q, c, &w);
+	out->load_up = s->rate.up && !isnan(w.rate_r);
 	/* Too few requests or no latency baseline yet: no verdict, say nothing. */
 	if (w.busy && warm(&s->lat)) {
 		int phase = -1;

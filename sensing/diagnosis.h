@@ -7,6 +7,7 @@
 #ifndef TW_DIAGNOSIS_H
 #define TW_DIAGNOSIS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include "sensing/contention.h"
 #include "sensing/sensor.h"
@@ -40,6 +41,7 @@ struct diag_evidence {
 struct diagnosis {
 	enum diag_dominant dominant;
 	enum diag_cause cause;
+	bool load_up; /* its request rate is up on its baseline (1.3x, until under 1.15x) */
 	size_t n_evidence;
 	struct diag_evidence evidence[DIAG_MAX_EVIDENCE]; /* strongest first */
 };

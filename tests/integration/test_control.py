@@ -13,8 +13,8 @@ at its floor before the hog starts, p99 stays under target from the hog's
 first second, and the weight goes home once nginx stops serving. be_share
 checks how two best-effort services share a quota cut: the light one under its
 part keeps its quota. own_load checks nginx's own load beyond its CPU beside the hog:
-the verdict says own load, the hog is not cut after it, and has its CPU back once the
-load falls. two_lc checks two latency-critical services with different
+the verdict says own load, the hog is not cut after it, its floor yields so that it
+keeps its share through the overload, and it has its CPU back once the load falls. two_lc checks two latency-critical services with different
 objectives beside the hog, nginx at p99 and memcached at p99.9: each over
 its own in at most one second more than in as long without the hog. burst checks a hog switching on and off every 1-3 s: at its floor (or a
 write within one period) at each start, the windows with a burst over the
@@ -72,6 +72,7 @@ OVER_SEPARATION = 4     # ... until the step's p99 is this many times the target
 OWN_LEAD_S = 12         # own_load: the base load and the hog alone before the step
 OWN_STEP_S = 12         # the step
 OWN_AFTER_S = 18        # and after it
+OWN_KEPT = 0.5          # the hog's CPU in the step after the verdict, of before it, at least
 BURST_LEAD_S = 3        # burst: the load alone before the hog's first burst
 BURST_PHASE_S = 30      # the hog on and off every 1-3 s (random, seeded)
 BURST_SEED = 25
@@ -477,8 +478,9 @@ def own_load_calibrate(rig, target):
 def test_own_load():
     """nginx's own load beyond what its CPU gives, the hog beside it at the default
     floor: the daemon's verdict says own load, no best-effort cut comes after the first
-    such verdict, and once the load falls the hog has its CPU back (its knobs as before
-    the step, its CPU use at least 80% of before). Self-calibrated: the hog and target
+    such verdict, the floor yields (the hog keeps at least OWN_KEPT of the CPU it had
+    before the step, through the step), and once the load falls the hog has its CPU
+    back (its quota as before the step, its CPU use at least 80% of before). Self-calibrated: the hog and target
     as in closed_loop, the step from what nginx serves of costly requests open loop
     (OVER_FACTORS, until p99 is OVER_SEPARATION times the target), or the test fails."""
     with tw.Session(("unified", "cpu", "cpuacct"), tag="ownload") as sess:
@@ -547,11 +549,14 @@ def test_own_load():
         check(seen_own is not None and seen_own >= OWN_LEAD_S - 1,
               "the first own-load verdict came before the step (by %.1f s)" % (seen_own or 0))
         # No cut of the hog from the first own-load verdict until the backlog has
-        # drained (5 s after the step).
+        # drained (5 s after the step); its floor coming back once the load fell
+        # is not one.
         end = OWN_LEAD_S + OWN_STEP_S + 5
         cuts = [d for d in ds if d["service"] == "batch" and isinstance(d["new"], (int, float))
                 and isinstance(d["old"], (int, float)) and d["new"] < d["old"]
-                and seen_own < d["ts"] - t0 < end]
+                and seen_own < d["ts"] - t0 < end
+                and not (d["ts"] - t0 >= OWN_LEAD_S + OWN_STEP_S
+                         and "(Weights=floor: a latency-critical service serves" in d["reason"])]
         check(not cuts, "best-effort cuts after the first own-load verdict (at %.1f s): %s"
               % (seen_own, ["%+.1fs %s %s -> %s: %s" % (d["ts"] - t0, d["knob"], d["old"],
                                                         d["new"], d["reason"]) for d in cuts]))
@@ -563,18 +568,29 @@ def test_own_load():
               quota(knobs_at["before"]["cpu.cfs_quota_us"]),
               "the hog's quota %s at the end, %s before the step: not given back"
               % (knobs_at["end"]["cpu.cfs_quota_us"], knobs_at["before"]["cpu.cfs_quota_us"]))
+        # Through the step, from a second after the verdict: the floor yields,
+        # the hog keeps its share (at the floor it kept 1-4% of its CPU).
+        kept = [u for t, u in use if seen_own + 1 <= t < OWN_LEAD_S + OWN_STEP_S]
+        yields = [d for d in ds if d["service"] == "batch" and "Weights=floor yields" in d["reason"]]
+        check(yields, "the hog's floor was not given back in the step")
+        check(mean(kept) >= OWN_KEPT * mean(before),
+              "the hog used %.0f%% of a CPU in the step after the own-load verdict, %.0f%% "
+              "before the step: under %.0f%% of it, its floor not yielded"
+              % (100 * mean(kept), 100 * mean(before), 100 * OWN_KEPT))
         check(mean(last) >= 0.8 * mean(before),
               "the hog used %.0f%% of a CPU in the last 5 s, %.0f%% before the step: not given "
               "back" % (100 * mean(last), 100 * mean(before)))
         check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
         return ("%d req/s, %d hogs, target %d us; step %d req/s of %s over %d connections (nginx "
                 "serves %.0f of it beside the base load), served %.0f, p99 in the step %.0f us; %d own-load verdict lines "
-                "(the first by %.1f s: %s); no best-effort cut from then to %d s; the hog's CPU %.0f%% before, "
-                "%.0f%% during, %.0f%% after; %d decisions [calibration: %s; %s]"
+                "(the first by %.1f s: %s); the floor yielded at %+.1f s; no best-effort cut from then to %d s; "
+                "the hog's CPU %.0f%% before, %.0f%% during (%.0f%% after the verdict), %.0f%% after; "
+                "%d decisions [calibration: %s; %s]"
                 % (rig.rate, rig.hogs, target, over, HEAVY_PATH, OVER_CONNS, served,
                    rs["completed"] / OWN_STEP_S, step_p99, len(own_lines), seen_own + 0.2,
-                   own_lines[0][:240], end, 100 * mean(before), 100 * mean(during),
-                   100 * mean(last), len(ds), tried, tried_over))
+                   own_lines[0][:240], yields[0]["ts"] - t0, end, 100 * mean(before),
+                   100 * mean(during), 100 * mean(kept), 100 * mean(last), len(ds), tried,
+                   tried_over))
 
 
 def pause_hog(rig, paused):

@@ -383,7 +383,11 @@ static void test_load(void **state)
 	for (int i = 0; i < 10; i++) {
 		step(s, &w, &d);
 		expect(&d, DIAG_NONE, DIAG_CAUSE_LOAD, NULL);
+		assert_true(d.load_up);
 	}
+	/* The load back to what it was: no longer up, at once. */
+	step(s, &base, &d);
+	assert_false(d.load_up);
 	diag_state_free(s);
 
 	/*
@@ -418,6 +422,7 @@ static void test_load(void **state)
 	w.cpu_us_per_req = base.cpu_us_per_req * 0.4;
 	step(s, &w, &d);
 	expect(&d, DIAG_CPU, DIAG_CAUSE_INTERFERENCE, "runq_delay_s/req");
+	assert_true(d.load_up); /* its load is up all the same */
 	diag_state_free(s);
 }
 

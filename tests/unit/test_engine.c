@@ -1635,6 +1635,125 @@ static void test_weights_floor(void **state)
 }
 
 /*
+ * Weights=floor yields to its own load beyond the CPU (co-location scenario
+ * 5): the floor would give the LC service CPU that cannot meet its
+ * objective, so the CPU weight goes home (the I/O weight stays) while the
+ * overload lasts, and the verdict says so, whatever the queueing behind
+ * the hog then reads as while its load is up; when the load falls back
+ * (two windows in a row read as anything but its own load, the neighbour
+ * holding CPU) the floor comes back. A second LC service that still serves within reach
+ * keeps the floor for both.
+ */
+static void second_lc_window(struct fx *f, double lat_ms)
+{
+	f->in[2].have_window = true;
+	f->in[2].requests = 1000;
+	f->in[2].latency = lat_hist(&f->lat[2], lat_ms * MS, 1000);
+}
+
+static void test_own_load_yields_the_floor(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_LOAD);
+	struct diagnosis intf = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
+	struct diagnosis unk = diag(DIAG_NONE, DIAG_CAUSE_UNKNOWN);
+	const struct action *a;
+
+	f->pol[1].weights_floor = f->pol[1].weights_floor_io = true;
+	f->pol[1].io_weight = range(10, 100);
+	f->in[1].knob[KNOB_IO_WEIGHT] = 100;
+	f->in[1].cpu_usage = 0.01;
+	start(f);
+	for (int i = 0; i < 5; i++)
+		window(f, 0.3, 1000, NULL);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10 && f->in[1].knob[KNOB_IO_WEIGHT] == 10);
+	/* Its own load beyond the CPU, the hog squeezed at its floor: home. */
+	assert_int_equal(window(f, 3, 1000, &d), 1);
+	a = find(f, 1, KNOB_CPU_WEIGHT);
+	assert_non_null(a);
+	assert_true(a->new_value == 100 && f->in[1].knob[KNOB_IO_WEIGHT] == 10);
+	assert_non_null(strstr(a->reason, "give back batch cpu.weight 10 -> 100 (Weights=floor "
+					  "yields: the latency-critical services' own load is "
+					  "beyond what the CPU gives"));
+	assert_non_null(
+		strstr(engine_verdict(f->e, 0), "not cut while this lasts, Weights=floor at home"));
+	/*
+	 * It takes its share; the overload goes on, read as its own load or
+	 * (the queueing behind the hog we let in) interference while its load
+	 * is up: held.
+	 */
+	f->in[1].cpu_usage = 0.5;
+	intf.load_up = d.load_up = true;
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(window(f, 4, 1000, i % 4 == 3 ? &d : &intf), 0);
+		assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
+	}
+	assert_non_null(strstr(engine_verdict(f->e, 0), "Weights=floor at home"));
+	/*
+	 * Its load no longer up, the latency still no lower than at the floor
+	 * (3 ms): its backlog, not yet the hog's doing: held.
+	 */
+	intf.load_up = false;
+	for (int i = 0; i < 3; i++) {
+		window(f, 3.5, 1000, &intf);
+		assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
+	}
+	/* The load falls back, its backlog drained (2 ms): nothing, then interference: the floor. */
+	window(f, 2.5, 1000, &unk);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	window(f, 2.5, 1000, &intf);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation: ", 11));
+	a = find(f, 1, KNOB_CPU_WEIGHT);
+	assert_non_null(a);
+	assert_true(a->new_value == 10);
+	assert_non_null(strstr(a->reason, "(Weights=floor: a latency-critical service serves"));
+
+	/*
+	 * Yielded 30 windows on end: the floor for a window, to see; its own
+	 * load still beyond the CPU at it, yielded again at once.
+	 */
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	f->in[1].cpu_usage = 0.01;
+	engine_free(f->e);
+	start(f);
+	for (int i = 0; i < 5; i++)
+		window(f, 0.3, 1000, NULL);
+	window(f, 3, 1000, &d);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	f->in[1].cpu_usage = 0.5;
+	intf.load_up = true;
+	int probe = -1;
+	for (int i = 0; i < 40 && probe < 0; i++) {
+		window(f, 4, 1000, &intf);
+		if (f->in[1].knob[KNOB_CPU_WEIGHT] == 10)
+			probe = i;
+	}
+	assert_int_equal(probe, 29);
+	f->in[1].cpu_usage = 0.01;
+	window(f, 3, 1000, &d);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+
+	/* Two LC services, one within reach: the floor holds for it. */
+	lc_policy(&f->pol[2], "cache");
+	f->set.n = 3;
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	f->in[1].cpu_usage = 0.01;
+	engine_free(f->e);
+	start(f);
+	for (int i = 0; i < 5; i++) {
+		second_lc_window(f, 0.3);
+		window(f, 0.3, 1000, NULL);
+	}
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
+	for (int i = 0; i < 4; i++) {
+		second_lc_window(f, 0.3);
+		window(f, 3, 1000, &d);
+		assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
+	}
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
+}
+
+/*
  * The default (no Weights= line): the CPU weight at its floor, the I/O
  * weight left where it is in slack (reactive: cut only on a violation).
  */
@@ -1948,6 +2067,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_own_load_ends_on_interference, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_own_load_yields_the_floor, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_load_not_beyond_under_our_quota, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_weight_cut_scales_with_the_miss, setup,
