@@ -89,6 +89,7 @@ SLICE = "0.1ms"
 PERIOD_S = 0.5
 OVERLOAD = 1.3          # scenario 5: the step over what nginx serves of it (open loop)
 OVER_CONNS = 64         # scenario 5's step: connections, so that the queue is in nginx
+MC_QUIET_S, MC_HOG_S = 10, 5   # scenario 2: seconds of memcached's calibration readings
 
 
 def say(msg=""):
@@ -367,22 +368,35 @@ def calibrate(rig, scens):
         cal["mc_rate"] = rig.rate // 2
         mc = rig.memcached()
 
-        def mc_p999():
-            lg = rig.sess.loadgen("http", rig.nginx.port, rig.rate, 4, cpu=colo.CLIENT_CPU,
-                                  background=True)
+        def mc_p999(seconds):
+            """memcached's p99.9 in each second of a reading beside nginx's base load."""
+            lg = rig.sess.loadgen("http", rig.nginx.port, rig.rate, seconds + 1,
+                                  cpu=colo.CLIENT_CPU, background=True)
             d = os.path.join(rig.dir, "mc-cal.dump")
-            r = rig.sess.loadgen("memcached", mc.port, cal["mc_rate"], 3, cpu=colo.CLIENT_CPU,
-                                 extra=["--dump", d])
-            lg.result(timeout=40)
-            return colo.pct([lat for _, lat in colo.read_dump(d, r["start_unix"])], 99.9)
-        a = mc_p999()
+            r = rig.sess.loadgen("memcached", mc.port, cal["mc_rate"], seconds,
+                                 cpu=colo.CLIENT_CPU, extra=["--dump", d])
+            lg.result(timeout=60)
+            return sorted(p for p in colo.per_second(colo.read_dump(d, r["start_unix"]),
+                                                     r["start_unix"], seconds, 99.9)
+                          if p is not None)
+        # A p99.9 of one second is its 4 worst requests in 4000: on a VM one
+        # stall of the host's decides it. The objective is one memcached meets
+        # in every second of a quiet reading, with half again as margin, and
+        # no less than nginx's rule gives (3x alone, or the geometric mean of
+        # alone and beside the hog).
+        quiet = mc_p999(MC_QUIET_S)
         rig.start_hog()
         time.sleep(0.5)
-        h = mc_p999()
+        beside = mc_p999(MC_HOG_S)
         rig.stop_hog()
-        cal["mc_target"] = int(max((a * h) ** 0.5, 3 * a))
-        say("  memcached at %d req/s beside nginx: p99.9 %s alone, %s beside the hog; objective "
-            "p99.9 <= %s" % (cal["mc_rate"], fmt_us(a), fmt_us(h), fmt_us(cal["mc_target"])))
+        a, worst, h = quiet[len(quiet) // 2], quiet[-1], beside[len(beside) // 2]
+        cal["mc_target"] = int(max((a * h) ** 0.5, 3 * a, 1.5 * worst))
+        say("  memcached at %d req/s beside nginx, p99.9 per second: alone %s (median of %d s), "
+            "%s at worst; beside the hog %s (median of %d s); objective p99.9 <= %s%s"
+            % (cal["mc_rate"], fmt_us(a), len(quiet), fmt_us(worst), fmt_us(h), len(beside),
+               fmt_us(cal["mc_target"]),
+               "" if h >= 1.5 * cal["mc_target"] else
+               " (the hog's median second is not 1.5x over it: a weak separation)"))
     # The careful operator's split: what the LC services use at their peak
     # (nginx at twice its rate, memcached at its own), plus 10% of a CPU, stays free.
     u0, t0 = sum(rig.cpu_ns(c) for c in [rig.web] + ([rig.cache] if "2" in scens else [])), \

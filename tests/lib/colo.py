@@ -76,14 +76,14 @@ def read_dump_sent(path, start_unix):
     return out
 
 
-def per_second(reqs, t0, seconds):
-    """p99 (us) of the requests due in each second [t0+s, t0+s+1)."""
+def per_second(reqs, t0, seconds, q=99):
+    """The q-th percentile (us) of the requests due in each second [t0+s, t0+s+1)."""
     buckets = [[] for _ in range(seconds)]
     for t, lat in reqs:
         s = int(t - t0)
         if 0 <= s < seconds:
             buckets[s].append(lat)
-    return [pct(b, 99) for b in buckets]
+    return [pct(b, q) for b in buckets]
 
 
 def disk_of(path):
