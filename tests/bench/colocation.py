@@ -376,9 +376,7 @@ def calibrate(rig, scens):
             r = rig.sess.loadgen("memcached", mc.port, cal["mc_rate"], seconds,
                                  cpu=colo.CLIENT_CPU, extra=["--dump", d])
             lg.result(timeout=60)
-            return sorted(p for p in colo.per_second(colo.read_dump(d, r["start_unix"]),
-                                                     r["start_unix"], seconds, 99.9)
-                          if p is not None)
+            return colo.seconds_sorted(d, r["start_unix"], seconds, 99.9)
         # A p99.9 of one second is its 4 worst requests in 4000: on a VM one
         # stall of the host's decides it. The objective is one memcached meets
         # in every second of a quiet reading, with half again as margin, and

@@ -86,6 +86,12 @@ def per_second(reqs, t0, seconds, q=99):
     return [pct(b, q) for b in buckets]
 
 
+def seconds_sorted(dump, start_unix, seconds, q=99):
+    """per_second() of a loadgen --dump, its empty seconds left out, sorted."""
+    return sorted(p for p in per_second(read_dump(dump, start_unix), start_unix, seconds, q)
+                  if p is not None)
+
+
 def disk_of(path):
     """The whole disk (name in /sys/block) holding path, or None."""
     st = os.stat(path)
@@ -324,8 +330,7 @@ class Rig:
                                       extra=["--path", "/disk/page", "--dump", dump])
                 if r["errors"] or not r["completed"]:
                     raise tw.SetupError("loadgen errors on /disk/page: %s" % r)
-                ps = sorted(p for p in per_second(read_dump(dump, r["start_unix"]),
-                                                  r["start_unix"], secs) if p is not None)
+                ps = seconds_sorted(dump, r["start_unix"], secs)
                 return ps[len(ps) // 2] if ps else None
             def loaded(secs=seconds):
                 """p99() while web serves its own load beside, as in the run."""

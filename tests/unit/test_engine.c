@@ -1644,13 +1644,6 @@ static void test_weights_floor(void **state)
  * holding CPU) the floor comes back. A second LC service that still serves within reach
  * keeps the floor for both.
  */
-static void second_lc_window(struct fx *f, double lat_ms)
-{
-	f->in[2].have_window = true;
-	f->in[2].requests = 1000;
-	f->in[2].latency = lat_hist(&f->lat[2], lat_ms * MS, 1000);
-}
-
 static void test_own_load_yields_the_floor(void **state)
 {
 	struct fx *f = *state;
@@ -1740,14 +1733,11 @@ static void test_own_load_yields_the_floor(void **state)
 	f->in[1].cpu_usage = 0.01;
 	engine_free(f->e);
 	start(f);
-	for (int i = 0; i < 5; i++) {
-		second_lc_window(f, 0.3);
-		window(f, 0.3, 1000, NULL);
-	}
+	for (int i = 0; i < 5; i++)
+		windows2(f, 0.3, 0.3, NULL);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
 	for (int i = 0; i < 4; i++) {
-		second_lc_window(f, 0.3);
-		window(f, 3, 1000, &d);
+		windows2(f, 3, 0.3, &d);
 		assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
 	}
 	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
