@@ -161,6 +161,18 @@
  * it was at the floor).
  */
 #define OWN_YIELD_MAX 30
+/*
+ * Yielded, best-effort work is steered to keep this much of the CPU it used
+ * before the overload (engine.be_calm): its CPU weight from home up to the
+ * top of its range (never above: that is the user's say), by the weight's
+ * odds, at most YIELD_STEP times per window (yield_share()). At home, equal
+ * weights split the CPU in half whatever the best-effort work had before:
+ * measured in scenario 5 of docs/benchmarks.md, the hog kept 75-83 % of it.
+ */
+#define YIELD_KEEP 0.9
+#define YIELD_STEP 2.0
+#define YIELD_SHARE_MAX 0.95 /* of what LC and BE use together: the LC service keeps some */
+#define YIELD_BY_MAX 100.0   /* times home: a weight of 100 up to the cgroup's 10000 */
 /* A verdict older than this many windows (the cgroup vanished?) no longer votes. */
 #define VERDICT_WINDOWS 3
 
@@ -244,6 +256,8 @@ struct engine {
 	const struct policy_set *set;
 	struct service_mem *s;
 	struct cut_hold *hold; /* [be * n + lc] */
+	double be_calm;	       /* BE CPU use (CPUs) in calm windows, averaged; NAN: none yet */
+	double yield_by;       /* Weights=floor yielded: home weights times this (yield_share()) */
 };
 
 struct tick {
@@ -269,6 +283,8 @@ struct engine *engine_new(const struct policy_set *set)
 		free(e);
 		return NULL;
 	}
+	e->be_calm = NAN;
+	e->yield_by = 1;
 	for (size_t i = 0; i < set->n; i++)
 		engine_service_reset(e, i);
 	return e;
@@ -629,6 +645,9 @@ static bool be_squeezed(const struct engine *e)
 	return be_cpu_use(e) < BE_BUSY;
 }
 
+static bool floor_yields(const struct engine *e);
+static bool held(const struct engine *e, size_t b, enum action_knob k);
+
 /* Does a best-effort service hold Weights=floor (which an overload yields: floor_yields())? */
 static bool any_floor(const struct engine *e)
 {
@@ -636,6 +655,22 @@ static bool any_floor(const struct engine *e)
 		if (e->set->v[b].klass == POLICY_BEST_EFFORT && e->set->v[b].weights_floor)
 			return true;
 	return false;
+}
+
+/* How the overload left Weights=floor, for the verdict: at home, or above it (yield_share()). */
+static const char *floor_note(const struct engine *e)
+{
+	bool above = false;
+
+	if (!any_floor(e))
+		return "";
+	for (size_t b = 0; b < e->set->n; b++) {
+		const struct knob_mem *m = &e->s[b].k[KNOB_CPU_WEIGHT];
+
+		above |= held(e, b, KNOB_CPU_WEIGHT) && m->touched && m->now > m->home;
+	}
+	return above ? ", Weights=floor above home to keep best-effort work's CPU" :
+		       ", Weights=floor at home";
 }
 
 /*
@@ -696,8 +731,12 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 			s->own_lat = s->latency;
 		}
 	}
-	/* Yielded OWN_YIELD_MAX windows: the floor again, to see whether it still is. */
-	if (s->overloaded && any_floor(e) && ++s->own_windows > OWN_YIELD_MAX)
+	/*
+	 * Yielded OWN_YIELD_MAX windows: the floor again, to see whether it
+	 * still is. Counted only while the floor yields: with another LC
+	 * service within reach it is held, and the usual rules end the episode.
+	 */
+	if (s->overloaded && any_floor(e) && floor_yields(e) && ++s->own_windows > OWN_YIELD_MAX)
 		s->overloaded = false;
 	if (!s->overloaded) {
 		s->own_windows = 0;
@@ -707,12 +746,12 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 		snprintf(
 			note, len,
 			"its own load is beyond what the CPU gives: best-effort work holds %.0f%% of a CPU, taking that cannot meet the objective; not cut while this lasts%s",
-			be_cpu_use(e) * 100, any_floor(e) ? ", Weights=floor at home" : "");
+			be_cpu_use(e) * 100, floor_note(e));
 	else
 		snprintf(
 			note, len,
 			"its own load is still beyond what the CPU gave it: best-effort work (%.0f%% of a CPU) not cut until a window meets the objective%s",
-			be_cpu_use(e) * 100, any_floor(e) ? ", Weights=floor at home" : "");
+			be_cpu_use(e) * 100, floor_note(e));
 	return true;
 }
 
@@ -880,20 +919,81 @@ static bool floor_yields(const struct engine *e)
 }
 
 /*
+ * Weights=floor, yielding: how far above home the CPU weights go
+ * (engine.yield_by), so that best-effort work keeps YIELD_KEEP of what it
+ * used in calm windows (engine.be_calm). Both contend for the CPU, so each
+ * gets about its weight's part: the weights move by the odds of the share
+ * wanted against the share they got, at most YIELD_STEP-fold a window, and
+ * only once a whole window ran at the last weights. Nothing of theirs to
+ * keep (idle before, or idle now: no contention to share): they stay.
+ */
+static void yield_share(struct engine *e, uint64_t now)
+{
+	double lc = 0, be = be_cpu_use(e), want, got, by;
+
+	for (size_t i = 0; i < e->set->n; i++)
+		if (e->set->v[i].klass == POLICY_LATENCY_CRITICAL && !isnan(e->s[i].usage))
+			lc += e->s[i].usage;
+	for (size_t b = 0; b < e->set->n; b++) {
+		const struct knob_mem *m = &e->s[b].k[KNOB_CPU_WEIGHT];
+		const struct knob_mem *q = &e->s[b].k[KNOB_CPU_QUOTA];
+
+		if (held(e, b, KNOB_CPU_WEIGHT) && m->last_dir != DIR_NONE &&
+		    now + m->last_window_ns / 4 < m->last_ns + m->last_window_ns)
+			return;
+		/*
+		 * A quota that held them in the window, or moved in it: their use
+		 * is not their weight's part (measured: 6 % of a CPU read in the
+		 * window of a 5 % quota's undo took the weight to twice home).
+		 */
+		if (e->set->v[b].klass == POLICY_BEST_EFFORT && q->touched &&
+		    ((!isnan(q->now) && q->now < q->home) ||
+		     now + q->last_window_ns / 4 < q->last_ns + q->last_window_ns))
+			return;
+	}
+	if (!(e->be_calm >= BE_BUSY) || !(be >= BE_BUSY) || !(lc > 0))
+		return;
+	want = fmin(YIELD_SHARE_MAX, YIELD_KEEP * e->be_calm / (be + lc));
+	got = be / (be + lc);
+	by = (want / (1 - want)) / (got / (1 - got));
+	/*
+	 * Within a tenth of it: not worth a write. Down only while they have
+	 * more than before (its load falling): not a cut of what they had.
+	 */
+	if (fabs(by - 1) < 0.1 || (by < 1 && !(be > e->be_calm)))
+		return;
+	by = fmin(YIELD_STEP, fmax(1 / YIELD_STEP, by));
+	e->yield_by = fmin(YIELD_BY_MAX, fmax(1, e->yield_by * by));
+}
+
+/*
  * Weights=floor, yielding (floor_yields()): the CPU weight back home in one
- * step, the share the user gave the service, while the overload lasts; the
- * floor comes back with the tick after it ends.
+ * step, the share the user gave the service, and above it as far as its
+ * range allows while best-effort work keeps less than YIELD_KEEP of its CPU
+ * before (yield_share()), while the overload lasts; the floor comes back
+ * with the tick after it ends.
  */
 static void yield_floor(struct tick *t, size_t b, size_t driver)
 {
+	const struct policy_range *r = policy_range_of(&t->e->set->v[b], KNOB_CPU_WEIGHT);
 	struct knob_mem *m = &t->e->s[b].k[KNOB_CPU_WEIGHT];
+	double v;
 
-	/* No cooldown: not a give-back that may hurt, the state it is in now. */
-	if (!held(t->e, b, KNOB_CPU_WEIGHT) || !movable(t->e, b, KNOB_CPU_WEIGHT) || !m->touched ||
-	    !(m->now < m->home))
+	if (!held(t->e, b, KNOB_CPU_WEIGHT) || !movable(t->e, b, KNOB_CPU_WEIGHT) || !m->touched)
 		return;
-	change(t, b, KNOB_CPU_WEIGHT, m->home, DIR_RELAX, driver, false,
-	       "Weights=floor yields: the latency-critical services' own load is beyond what the CPU gives, and the floor would take the CPU from best-effort work for nothing; its home weight while this lasts");
+	v = fmax(m->home, fmin(r->hi, round(m->home * t->e->yield_by)));
+	if (v == m->now)
+		return;
+	/* No cooldown: not a give-back that may hurt, the state it is in now. */
+	if (v == m->home)
+		change(t, b, KNOB_CPU_WEIGHT, v, m->now < v ? DIR_RELAX : DIR_PROTECT, driver,
+		       false,
+		       "Weights=floor yields: the latency-critical services' own load is beyond what the CPU gives, and the floor would take the CPU from best-effort work for nothing; its home weight while this lasts");
+	else
+		change(t, b, KNOB_CPU_WEIGHT, v, m->now < v ? DIR_RELAX : DIR_PROTECT, driver,
+		       false,
+		       "Weights=floor yields: the latency-critical services' own load is beyond what the CPU gives; best-effort work used %.0f%% of a CPU before it and %.0f%% now, so its weight goes to %.2fx home (at most its range's top) to keep %.0f%% of that while this lasts",
+		       t->e->be_calm * 100, be_cpu_use(t->e) * 100, v / m->home, YIELD_KEEP * 100);
 }
 
 /* Weights=floor as the latency-critical services stand: held, or yielding. */
@@ -915,10 +1015,11 @@ static void release_floor(struct tick *t, size_t b)
 		enum action_knob k = floor_knobs[j];
 		struct knob_mem *m = &t->e->s[b].k[k];
 
-		if (!held(t->e, b, k) || !movable(t->e, b, k) || !m->touched ||
-		    !(m->now < m->home) || !cooled(m, DIR_RELAX, t->now))
+		/* Above home: a yield (yield_floor()) that the LC services' idling ended. */
+		if (!held(t->e, b, k) || !movable(t->e, b, k) || !m->touched || m->now == m->home ||
+		    (m->now < m->home && !cooled(m, DIR_RELAX, t->now)))
 			continue;
-		change(t, b, k, m->home, DIR_RELAX, b, false,
+		change(t, b, k, m->home, m->now < m->home ? DIR_RELAX : DIR_PROTECT, b, false,
 		       "Weights=floor: no latency-critical service has served for %u windows; back home",
 		       VERDICT_WINDOWS);
 	}
@@ -1609,6 +1710,9 @@ static void note_calm(struct engine *e)
 		for (int k = 0; k < KNOB_MAX; k++)
 			if (e->set->v[b].klass == POLICY_BEST_EFFORT && !isnan(e->s[b].k[k].now))
 				e->s[b].k[k].calm = e->s[b].k[k].now;
+	/* What they use now is what a later overload's yield keeps them (yield_share()). */
+	e->be_calm = isnan(e->be_calm) ? be_cpu_use(e) : 0.5 * (e->be_calm + be_cpu_use(e));
+	e->yield_by = 1;
 }
 
 int engine_service_appeared(struct engine *e, uint64_t now_ns, int service,
@@ -1675,6 +1779,8 @@ int engine_tick(struct engine *e, uint64_t now_ns, const struct engine_input *in
 	relax = violation ? -1 : all_slack(e, &window);
 	if (violation)
 		share_quota(&t);
+	if (floor_yields(e))
+		yield_share(e, now_ns);
 	for (size_t b = 0; b < set->n; b++) {
 		if (set->v[b].klass != POLICY_BEST_EFFORT)
 			continue;

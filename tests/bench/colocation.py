@@ -36,9 +36,10 @@ Arms, interleaved in rotating order so that drift on the host hits all:
               plus 10% of a CPU stays free
   tailwarden  `tailwarden run` with the default policy (Weights=floor: the
               best-effort weights sit at their floor while a latency-critical
-              service serves; `CPUWeight=idle..100`: that floor is cpu.idle,
-              below every weight)
-  weight1     the same with `CPUWeight=1..100` in the best-effort policies:
+              service serves; `CPUWeight=idle..1000`: that floor is
+              cpu.idle, below every weight, and home is 100; the top lets an
+              overload's yield keep best-effort work its CPU, scenario 5)
+  weight1     the same with `CPUWeight=1..1000` in the best-effort policies:
               their floor is the least weight (the default before 2026-11-27)
   slice       (scenario 1) the same, with `Slice=0.1ms` in nginx's policy
   reactive    `Weights=reactive` (and `CPUWeight=1..100`) in the best-effort
@@ -223,7 +224,7 @@ class Arm:
             rig.write_config(tag="s%s-%s" % (self.scen.key, arm),
                              web_limits="Slice=%s" % SLICE if arm == "slice" else "",
                              be_extra="Weights=reactive" if arm == "reactive" else "", more=more,
-                             be_weight="1..100" if arm in ("weight1", "reactive") else "idle..100")
+                             be_weight={"weight1": "1..1000", "reactive": "1..100"}.get(arm, "idle..1000"))
             rig.start_tailwarden()
 
     def lc_cgroups(self):

@@ -14,7 +14,7 @@ first second, and the weight goes home once nginx stops serving. be_share
 checks how two best-effort services share a quota cut: the light one under its
 part keeps its quota. own_load checks nginx's own load beyond its CPU beside the hog:
 the verdict says own load, the hog is not cut after it, its floor yields so that it
-keeps its share through the overload, and it has its CPU back once the load falls. two_lc checks two latency-critical services with different
+keeps 80% of its CPU before the step through the overload, and it has its CPU back once the load falls. two_lc checks two latency-critical services with different
 objectives beside the hog, nginx at p99 and memcached at p99.9: each over
 its own in at most one second more than in as long without the hog. burst checks a hog switching on and off every 1-3 s: at its floor (or a
 write within one period) at each start, the windows with a burst over the
@@ -72,7 +72,7 @@ OVER_SEPARATION = 4     # ... until the step's p99 is this many times the target
 OWN_LEAD_S = 12         # own_load: the base load and the hog alone before the step
 OWN_STEP_S = 12         # the step
 OWN_AFTER_S = 18        # and after it
-OWN_KEPT = 0.5          # the hog's CPU in the step after the verdict, of before it, at least
+OWN_KEPT = 0.8          # the hog's CPU in the step after the verdict, of before it, at least
 BURST_LEAD_S = 3        # burst: the load alone before the hog's first burst
 BURST_PHASE_S = 30      # the hog on and off every 1-3 s (random, seeded)
 BURST_SEED = 25
@@ -489,7 +489,7 @@ def test_own_load():
         over, served, tried_over = own_load_calibrate(rig, target)
         files = knob_files(rig.batch)
         orig = snapshot(files)
-        tw_proc = rig.run(rig.write_policies(target, weights=None))
+        tw_proc = rig.run(rig.write_policies(target, weights=None, weight="1..1000"))
         total = OWN_LEAD_S + OWN_STEP_S + OWN_AFTER_S
         dump = os.path.join(rig.dir, "own.dump")
         step_dump = os.path.join(rig.dir, "own-step.dump")
@@ -569,7 +569,9 @@ def test_own_load():
               "the hog's quota %s at the end, %s before the step: not given back"
               % (knobs_at["end"]["cpu.cfs_quota_us"], knobs_at["before"]["cpu.cfs_quota_us"]))
         # Through the step, from a second after the verdict: the floor yields,
-        # the hog keeps its share (at the floor it kept 1-4% of its CPU).
+        # the hog keeps its share (at the floor it kept 1-4% of its CPU; at its
+        # home weight half of the CPU, 76-89% of the 56-66% it had before; its
+        # range's top, 1000, lets the yield keep it 90%).
         kept = [u for t, u in use if seen_own + 1 <= t < OWN_LEAD_S + OWN_STEP_S]
         yields = [d for d in ds if d["service"] == "batch" and "Weights=floor yields" in d["reason"]]
         check(yields, "the hog's floor was not given back in the step")

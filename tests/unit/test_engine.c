@@ -1744,6 +1744,90 @@ static void test_own_load_yields_the_floor(void **state)
 }
 
 /*
+ * Yielded, best-effort work keeps YIELD_KEEP (0.9) of the CPU it used in
+ * calm windows: at home the hog gets half of the CPU (0.5 of its 0.65), so
+ * its weight goes up by the odds of the share wanted (0.585) against the
+ * share got, within its range (1000 here; 100, its home, in the range
+ * 10..100: no higher), at most twice a window; down only while it has more
+ * than before; the floor comes back when the overload ends.
+ */
+static void test_own_load_keeps_be_share(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_LOAD);
+	struct diagnosis intf = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
+	const struct action *a;
+	double w;
+
+	for (int hi = 1000; hi >= 100; hi -= 900) {
+		f->pol[1].weights_floor = true;
+		f->pol[1].cpu_weight = range(10, hi);
+		f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+		f->in[0].cpu_usage = 0.35;
+		f->in[1].cpu_usage = 0.65;
+		if (f->e)
+			engine_free(f->e);
+		start(f);
+		for (int i = 0; i < 5; i++)
+			window(f, 0.3, 1000, NULL);
+		assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
+		/* The step: at the floor the hog is squeezed; own load: home. */
+		f->in[0].cpu_usage = 0.98;
+		f->in[1].cpu_usage = 0.02;
+		window(f, 3, 1000, &d);
+		assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+		/* At home, half: up by the odds, 0.585/0.415 against 1. */
+		f->in[0].cpu_usage = f->in[1].cpu_usage = 0.5;
+		intf.load_up = d.load_up = true;
+		window(f, 4, 1000, &intf);
+		a = find(f, 1, KNOB_CPU_WEIGHT);
+		if (hi == 100) {
+			assert_null(a);
+			assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+			assert_non_null(strstr(engine_verdict(f->e, 0), "Weights=floor at home"));
+			continue;
+		}
+		assert_non_null(a);
+		assert_true(a->new_value == 141);
+		assert_non_null(strstr(a->reason,
+				       "best-effort work used 65% of a CPU before it and 50% now, "
+				       "so its weight goes to 1.41x home (at most its range's top) "
+				       "to keep 90% of that"));
+		/* At the share wanted: no write; a tenth off it: none either. */
+		f->in[0].cpu_usage = 0.415;
+		f->in[1].cpu_usage = 0.585;
+		assert_int_equal(window(f, 4, 1000, &d), 0);
+		f->in[0].cpu_usage = 0.43;
+		f->in[1].cpu_usage = 0.57;
+		assert_int_equal(window(f, 4, 1000, &d), 0);
+		assert_non_null(strstr(engine_verdict(f->e, 0),
+				       "Weights=floor above home to keep best-effort work's CPU"));
+		/* Far under it (another hog on the CPU): at most twice as much a window. */
+		f->in[0].cpu_usage = 0.8;
+		f->in[1].cpu_usage = 0.2;
+		window(f, 4, 1000, &d);
+		w = f->in[1].knob[KNOB_CPU_WEIGHT];
+		assert_true(w == 282);
+		/* Over the share wanted but under what it had before: not lowered. */
+		f->in[0].cpu_usage = 0.38;
+		f->in[1].cpu_usage = 0.62;
+		assert_int_equal(window(f, 4, 1000, &d), 0);
+		/* More than it had before (its load falling): lowered, at most by half. */
+		f->in[0].cpu_usage = 0.25;
+		f->in[1].cpu_usage = 0.75;
+		window(f, 4, 1000, &d);
+		assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 141);
+		assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
+		/* The load falls back: a window within the objective, the floor again. */
+		d.load_up = intf.load_up = false;
+		f->in[0].cpu_usage = 0.3;
+		f->in[1].cpu_usage = 0.7;
+		window(f, 0.3, 1000, NULL);
+		assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
+	}
+}
+
+/*
  * The default (no Weights= line): the CPU weight at its floor, the I/O
  * weight left where it is in slack (reactive: cut only on a violation).
  */
@@ -2058,6 +2142,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_own_load_ends_on_interference, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_own_load_yields_the_floor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_load_keeps_be_share, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_load_not_beyond_under_our_quota, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_weight_cut_scales_with_the_miss, setup,
