@@ -610,15 +610,21 @@ static void expire(struct engine *e, size_t i, uint64_t now)
 		 VERDICT_WINDOWS);
 }
 
-/* CPUs the best-effort services used lately (0 when unknown). */
-static double be_cpu_use(const struct engine *e)
+/* CPUs the services of a class used lately (0 when unknown). */
+static double class_cpu_use(const struct engine *e, enum policy_class k)
 {
 	double sum = 0;
 
 	for (size_t b = 0; b < e->set->n; b++)
-		if (e->set->v[b].klass == POLICY_BEST_EFFORT && !isnan(e->s[b].usage))
+		if (e->set->v[b].klass == k && !isnan(e->s[b].usage))
 			sum += e->s[b].usage;
 	return sum;
+}
+
+/* CPUs the best-effort services used lately (0 when unknown). */
+static double be_cpu_use(const struct engine *e)
+{
+	return class_cpu_use(e, POLICY_BEST_EFFORT);
 }
 
 /*
@@ -929,17 +935,14 @@ static bool floor_yields(const struct engine *e)
  */
 static void yield_share(struct engine *e, uint64_t now)
 {
-	double lc = 0, be = be_cpu_use(e), want, got, by;
+	double lc = class_cpu_use(e, POLICY_LATENCY_CRITICAL), be = be_cpu_use(e), want, got, by;
 
-	for (size_t i = 0; i < e->set->n; i++)
-		if (e->set->v[i].klass == POLICY_LATENCY_CRITICAL && !isnan(e->s[i].usage))
-			lc += e->s[i].usage;
+	/* A whole window since a write: as cooled() for a protect (COOL_PROTECT). */
 	for (size_t b = 0; b < e->set->n; b++) {
 		const struct knob_mem *m = &e->s[b].k[KNOB_CPU_WEIGHT];
 		const struct knob_mem *q = &e->s[b].k[KNOB_CPU_QUOTA];
 
-		if (held(e, b, KNOB_CPU_WEIGHT) && m->last_dir != DIR_NONE &&
-		    now + m->last_window_ns / 4 < m->last_ns + m->last_window_ns)
+		if (held(e, b, KNOB_CPU_WEIGHT) && !cooled(m, DIR_PROTECT, now))
 			return;
 		/*
 		 * A quota that held them in the window, or moved in it: their use
@@ -947,8 +950,7 @@ static void yield_share(struct engine *e, uint64_t now)
 		 * window of a 5 % quota's undo took the weight to twice home).
 		 */
 		if (e->set->v[b].klass == POLICY_BEST_EFFORT && q->touched &&
-		    ((!isnan(q->now) && q->now < q->home) ||
-		     now + q->last_window_ns / 4 < q->last_ns + q->last_window_ns))
+		    (q->now < q->home || !cooled(q, DIR_PROTECT, now)))
 			return;
 	}
 	if (!(e->be_calm >= BE_BUSY) || !(be >= BE_BUSY) || !(lc > 0))
@@ -977,6 +979,8 @@ static void yield_floor(struct tick *t, size_t b, size_t driver)
 {
 	const struct policy_range *r = policy_range_of(&t->e->set->v[b], KNOB_CPU_WEIGHT);
 	struct knob_mem *m = &t->e->s[b].k[KNOB_CPU_WEIGHT];
+	char why[192] =
+		"and the floor would take the CPU from best-effort work for nothing; its home weight while this lasts";
 	double v;
 
 	if (!held(t->e, b, KNOB_CPU_WEIGHT) || !movable(t->e, b, KNOB_CPU_WEIGHT) || !m->touched)
@@ -984,16 +988,15 @@ static void yield_floor(struct tick *t, size_t b, size_t driver)
 	v = fmax(m->home, fmin(r->hi, round(m->home * t->e->yield_by)));
 	if (v == m->now)
 		return;
+	if (v != m->home)
+		snprintf(
+			why, sizeof(why),
+			"best-effort work used %.0f%% of a CPU before it and %.0f%% now, so its weight goes to %.2fx home (at most its range's top) to keep %.0f%% of that while this lasts",
+			t->e->be_calm * 100, be_cpu_use(t->e) * 100, v / m->home, YIELD_KEEP * 100);
 	/* No cooldown: not a give-back that may hurt, the state it is in now. */
-	if (v == m->home)
-		change(t, b, KNOB_CPU_WEIGHT, v, m->now < v ? DIR_RELAX : DIR_PROTECT, driver,
-		       false,
-		       "Weights=floor yields: the latency-critical services' own load is beyond what the CPU gives, and the floor would take the CPU from best-effort work for nothing; its home weight while this lasts");
-	else
-		change(t, b, KNOB_CPU_WEIGHT, v, m->now < v ? DIR_RELAX : DIR_PROTECT, driver,
-		       false,
-		       "Weights=floor yields: the latency-critical services' own load is beyond what the CPU gives; best-effort work used %.0f%% of a CPU before it and %.0f%% now, so its weight goes to %.2fx home (at most its range's top) to keep %.0f%% of that while this lasts",
-		       t->e->be_calm * 100, be_cpu_use(t->e) * 100, v / m->home, YIELD_KEEP * 100);
+	change(t, b, KNOB_CPU_WEIGHT, v, m->now < v ? DIR_RELAX : DIR_PROTECT, driver, false,
+	       "Weights=floor yields: the latency-critical services' own load is beyond what the CPU gives%s %s",
+	       v == m->home ? "," : ";", why);
 }
 
 /* Weights=floor as the latency-critical services stand: held, or yielding. */
@@ -1703,6 +1706,8 @@ static void give_back_episode(struct tick *t, size_t i)
 /* No violation this tick, and none being undone: each BE knob's value is the calm one. */
 static void note_calm(struct engine *e)
 {
+	double use = be_cpu_use(e);
+
 	for (size_t i = 0; i < e->set->n; i++)
 		if (e->s[i].overloaded || e->s[i].own_over)
 			return;
@@ -1711,7 +1716,7 @@ static void note_calm(struct engine *e)
 			if (e->set->v[b].klass == POLICY_BEST_EFFORT && !isnan(e->s[b].k[k].now))
 				e->s[b].k[k].calm = e->s[b].k[k].now;
 	/* What they use now is what a later overload's yield keeps them (yield_share()). */
-	e->be_calm = isnan(e->be_calm) ? be_cpu_use(e) : 0.5 * (e->be_calm + be_cpu_use(e));
+	e->be_calm = isnan(e->be_calm) ? use : 0.5 * (e->be_calm + use);
 	e->yield_by = 1;
 }
 
