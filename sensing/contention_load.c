@@ -30,7 +30,7 @@ struct features {
 	bool lock_begin, lock_end;
 	bool pf, memcg_reclaim, direct_reclaim;
 	bool sk_cgrp, retrans, retrans_err, probe;
-	bool iter_tcp, destroy_sock, total_rto;
+	bool iter_tcp, destroy_sock, total_rto, storage_iter;
 };
 
 /* The tracepoint's arguments, the context pointer not counted; -1 when absent. */
@@ -87,6 +87,15 @@ static void probe_features(const struct btf *btf, struct features *f)
 	f->iter_tcp = btf__find_by_name_kind(btf, "bpf_iter__tcp", BTF_KIND_STRUCT) > 0 &&
 		      bpf_util_has_func(btf, "bpf_iter_tcp");
 	f->destroy_sock = bpf_util_has_tracepoint(btf, "tcp_destroy_sock");
+	/*
+	 * After the first walk, a tick visits only the sockets with storage:
+	 * the socket storage map's iterator (5.9+), the new sockets given one
+	 * at inet_sock_set_state.
+	 */
+	f->storage_iter =
+		btf__find_by_name_kind(btf, "bpf_iter__bpf_sk_storage_map", BTF_KIND_STRUCT) > 0 &&
+		bpf_util_has_func(btf, "bpf_iter_bpf_sk_storage_map") &&
+		bpf_util_has_tracepoint(btf, "inet_sock_set_state");
 	f->total_rto = bpf_util_has_member(btf, "tcp_sock", "total_rto");
 }
 
@@ -187,6 +196,9 @@ static unsigned feasible(struct contention_loaded *c, unsigned want, const struc
 	if ((ok & CONT_FUTEX) && !(f->sw && f->task_pt_regs))
 		note(c,
 		     "futex: no bpf_task_pt_regs (5.15+), waits come from sys_enter/sys_exit (costs every syscall)");
+	if ((ok & CONT_TCP_FLOWS) && !f->storage_iter)
+		note(c,
+		     "tcp_flows: no socket storage iterator or inet_sock_set_state here, every tick walks the whole TCP hash table (about 1.5 ms)");
 	if ((ok & CONT_TCP_FLOWS) && !f->total_rto)
 		note(c,
 		     "tcp_flows: sockets do not count their retransmission timeouts before 6.7 (tcp_sock.total_rto), timeouts are null");
@@ -258,8 +270,32 @@ static int configure(struct contention_bpf *skel, unsigned m, const struct featu
 	ON(ct_tcp_retransmit_err, (m & (CONT_NETWORK | CONT_TCP_FLOWS)) && f->retrans_err);
 	ON(ct_tcp_iter, m & CONT_TCP_FLOWS);
 	ON(ct_tcp_destroy, m & CONT_TCP_FLOWS);
+	ON(ct_flows_iter, (m & CONT_TCP_FLOWS) && f->storage_iter);
+	ON(ct_tcp_state, (m & CONT_TCP_FLOWS) && f->storage_iter);
+	/* A map's iterator is attached to its map, by attach_flows_iter(). */
+	bpf_program__set_autoattach(skel->progs.ct_flows_iter, false);
 	ON(ct_tcp_probe, m & CONT_TCP_RTT);
 #undef ON
+	return 0;
+}
+
+/*
+ * The socket storage map's iterator, when loaded, on ct_sk_flows: libbpf's
+ * attach does not know which map. 0 or -errno.
+ */
+static int attach_flows_iter(struct contention_bpf *skel)
+{
+	union bpf_iter_link_info linfo = { .map.map_fd = bpf_map__fd(skel->maps.ct_sk_flows) };
+	LIBBPF_OPTS(bpf_iter_attach_opts, opts, .link_info = &linfo,
+		    .link_info_len = sizeof(linfo));
+	struct bpf_link *link;
+
+	if (bpf_program__fd(skel->progs.ct_flows_iter) < 0 || skel->links.ct_flows_iter)
+		return 0;
+	link = bpf_program__attach_iter(skel->progs.ct_flows_iter, &opts);
+	if (!link)
+		return -errno;
+	skel->links.ct_flows_iter = link;
 	return 0;
 }
 
@@ -277,6 +313,8 @@ static int load(unsigned m, const struct features *f, uint32_t max_cgroups,
 		r = contention_bpf__load(skel);
 	if (!r)
 		r = contention_bpf__attach(skel);
+	if (!r)
+		r = attach_flows_iter(skel);
 	if (r) {
 		contention_bpf__destroy(skel);
 		return r < 0 ? r : -EINVAL;
@@ -402,12 +440,18 @@ static uint64_t monotonic_ns(void)
 }
 
 /*
- * One run of an iterator program: its programs print nothing, so read()
- * runs it over every object (task, socket) and then returns 0.
+ * One run of an iterator program. read() runs it over the objects (tasks,
+ * sockets) until it has filled the buffer, and returns 0 at the end. The
+ * TCP hash table's walk prints nothing: one read() is all of it. The
+ * run-queue and socket storage iterators print a byte per object: one
+ * read() per ITER_READ_CHUNK of them, each a point where the kernel may
+ * let a waiting task run (0.1-0.2 ms of objects, not all of them).
  */
+#define ITER_READ_CHUNK 256
+
 static int run_iter(struct bpf_link *link)
 {
-	char buf[64];
+	char buf[ITER_READ_CHUNK];
 	ssize_t n;
 	int fd;
 
@@ -446,7 +490,13 @@ int contention_flows_iter(struct contention_loaded *c)
 	if (!c->skel || !c->skel->links.ct_tcp_iter)
 		return 0;
 	c->skel->bss->flows_gen = ++c->flows_gen;
-	r = run_iter(c->skel->links.ct_tcp_iter);
+	/* Once the walk has given every socket its storage, the storage's walk. */
+	if (c->flows_walked && c->skel->links.ct_flows_iter) {
+		r = run_iter(c->skel->links.ct_flows_iter);
+	} else {
+		r = run_iter(c->skel->links.ct_tcp_iter);
+		c->flows_walked = !r;
+	}
 	if (r)
 		return r;
 	/* From now on a socket the iterator never met is new: all its life counts. */
@@ -499,19 +549,34 @@ int contention_load(unsigned want, uint32_t max_cgroups, struct contention_loade
 		bpf_link__destroy(c->skel->links.ct_tcp_iter);
 		c->skel->links.ct_tcp_iter = NULL;
 		c->running &= ~CONT_TCP_FLOWS;
+	} else if (c->skel->links.ct_flows_iter) {
+		/* The storage's walk, tried now: what every later tick runs. */
+		r = contention_flows_iter(c);
+		if (r) {
+			note(c,
+			     "tcp_flows: the socket storage iterator failed (%s), every tick walks the whole TCP hash table (about 1.5 ms)",
+			     strerror(-r));
+			bpf_link__destroy(c->skel->links.ct_flows_iter);
+			c->skel->links.ct_flows_iter = NULL;
+		}
 	}
 	return 0;
 }
 
 int contention_attach_loaded(struct contention_loaded *c, bool on)
 {
+	int r;
+
 	if (!c->skel)
 		return 0;
 	if (!on) {
 		contention_bpf__detach(c->skel);
 		return 0;
 	}
-	return contention_bpf__attach(c->skel);
+	/* Sockets made while detached have no storage: the next tick walks all. */
+	c->flows_walked = false;
+	r = contention_bpf__attach(c->skel);
+	return r ? r : attach_flows_iter(c->skel);
 }
 
 void contention_unload(struct contention_loaded *c)

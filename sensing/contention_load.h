@@ -21,6 +21,7 @@ struct contention_loaded {
 	uint64_t iter_prev_ns;	     /* when the run-queue iterator last ran (CLOCK_MONOTONIC) */
 	uint64_t flows_gen;	     /* runs of the TCP socket iterator */
 	uint64_t flows_iter_ns;	     /* how long its last run took */
+	bool flows_walked;	     /* the TCP hash table was walked since the last attach */
 	bool flows_timeouts;	     /* sockets count their RTOs (total_rto, 6.7+) */
 	char missing[1024];	     /* each requested signal not running, and why */
 };
@@ -39,9 +40,11 @@ int contention_load(unsigned want, uint32_t max_cgroups, struct contention_loade
  */
 int contention_runq_iter(struct contention_loaded *l);
 /*
- * Run the TCP socket iterator, if it is loaded: charge every socket's
+ * Run the TCP socket iterators, if they are loaded: charge every socket's
  * counters since its last visit and gather the live figures of this run.
- * Once per tick, before the maps are read. 0 or -errno.
+ * The first run after an attach walks the whole TCP hash table; the others
+ * only the sockets with storage, where the kernel has that iterator. Once
+ * per tick, before the maps are read. 0 or -errno.
  */
 int contention_flows_iter(struct contention_loaded *l);
 /* Attach (on) or detach what contention_load() loaded. 0 or -errno. */

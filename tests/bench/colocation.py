@@ -91,6 +91,7 @@ PERIOD_S = 0.5
 OVERLOAD = 1.3          # scenario 5: the step over what nginx serves of it (open loop)
 OVER_CONNS = 64         # scenario 5's step: connections, so that the queue is in nginx
 MC_QUIET_S, MC_HOG_S = 10, 5   # scenario 2: seconds of memcached's calibration readings
+MC_TRIES = 3                   # scenario 2: readings, at most, for a separating objective
 
 
 def say(msg=""):
@@ -383,19 +384,30 @@ def calibrate(rig, scens):
         # in every second of a quiet reading, with half again as margin, and
         # no less than nginx's rule gives (3x alone, or the geometric mean of
         # alone and beside the hog).
-        quiet = mc_p999(MC_QUIET_S)
-        rig.start_hog()
-        time.sleep(0.5)
-        beside = mc_p999(MC_HOG_S)
-        rig.stop_hog()
-        a, worst, h = quiet[len(quiet) // 2], quiet[-1], beside[len(beside) // 2]
-        cal["mc_target"] = int(max((a * h) ** 0.5, 3 * a, 1.5 * worst))
-        say("  memcached at %d req/s beside nginx, p99.9 per second: alone %s (median of %d s), "
-            "%s at worst; beside the hog %s (median of %d s); objective p99.9 <= %s%s"
-            % (cal["mc_rate"], fmt_us(a), len(quiet), fmt_us(worst), fmt_us(h), len(beside),
-               fmt_us(cal["mc_target"]),
-               "" if h >= 1.5 * cal["mc_target"] else
-               " (the hog's median second is not 1.5x over it: a weak separation)"))
+        # The host's stalls make the quiet reading's worst second vary: a
+        # reading whose objective the hog's median second is not 1.5x over
+        # is taken again, up to MC_TRIES readings; the last is kept.
+        for attempt in range(1, MC_TRIES + 1):
+            quiet = mc_p999(MC_QUIET_S)
+            rig.start_hog()
+            time.sleep(0.5)
+            beside = mc_p999(MC_HOG_S)
+            rig.stop_hog()
+            a, worst, h = quiet[len(quiet) // 2], quiet[-1], beside[len(beside) // 2]
+            cal["mc_target"] = int(max((a * h) ** 0.5, 3 * a, 1.5 * worst))
+            weak = h < 1.5 * cal["mc_target"]
+            say("  memcached at %d req/s beside nginx, p99.9 per second: alone %s (median of %d "
+                "s), %s at worst; beside the hog %s (median of %d s); objective p99.9 <= %s%s"
+                % (cal["mc_rate"], fmt_us(a), len(quiet), fmt_us(worst), fmt_us(h), len(beside),
+                   fmt_us(cal["mc_target"]),
+                   "" if not weak else
+                   " (the hog's median second is not 1.5x over it: a weak separation%s)"
+                   % ("; again" if attempt < MC_TRIES else
+                      "; kept, after %d readings: memcached's figures separate nothing"
+                      % MC_TRIES)))
+            if not weak:
+                break
+        cal["mc_weak"] = weak
     # The careful operator's split: what the LC services use at their peak
     # (nginx at twice its rate, memcached at its own), plus 10% of a CPU, stays free.
     u0, t0 = sum(rig.cpu_ns(c) for c in [rig.web] + ([rig.cache] if "2" in scens else [])), \
@@ -646,8 +658,10 @@ def main():
                         "repetitions of %d s per arm (medians; per-event figures per repetition, "
                         "500 ms periods)" % (
                             k, scen.name, scen.title, rig.rate, fmt_us(rig.target),
-                            "; memcached %d req/s, p99.9 <= %s" % (
-                                cal["mc_rate"], fmt_us(cal["mc_target"])) if k == "2" else "",
+                            "; memcached %d req/s, p99.9 <= %s%s" % (
+                                cal["mc_rate"], fmt_us(cal["mc_target"]),
+                                " (no separation after %d readings: its windows say nothing)"
+                                % MC_TRIES if cal["mc_weak"] else "") if k == "2" else "",
                             args.reps, scen.arm_s))
                 say()
                 say(head)

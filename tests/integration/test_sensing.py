@@ -923,8 +923,10 @@ def flows_stalled(sess):
     after it arrived (a tick whose two ss reads differ is skipped): sockets,
     cwnd, send queue, flight size and MSS equal; srtt mean within 20 % +
     20 us; retransmits and bytes summed over top's windows equal the live
-    sockets' totals (the sockets were opened after top started). Then the
-    client closes them: 0 sockets, and the totals stay."""
+    sockets' totals (the sockets were opened after top started). A second
+    top started then sees the same sockets and cwnd from its third tick
+    (sockets older than the daemon). Then the client closes them: 0
+    sockets, and the totals stay."""
     web, cli, top_cg = sess.cgroup("web"), sess.cgroup("client"), sess.cgroup("top")
     srv = sess.nginx(web, cpu=SERVER_CPU, body_size=8 << 20)
     top = sess.top([web, cli], interval=1, cgroup=top_cg)
@@ -960,6 +962,20 @@ def flows_stalled(sess):
     check(not bad, "figures differ from ss -ti's: %s" % "; ".join(bad))
     check(shown["nginx"][1]["sendq_sum"] > 0, "nginx's send queues are empty: the client read?")
     totals = {n: shown[n][0] for n in shown}
+    # Sockets older than the daemon: its first tick walks the TCP hash table
+    # and gives them storage, the later ticks walk only that storage. A
+    # second top, started now, sees the same live figures from its third tick.
+    late = sess.top([web, cli], interval=1, cgroup=sess.cgroup("top-late"))
+    for _ in range(3):
+        late.wait_past(time.monotonic(), [web, cli])
+    for n, cg, f in sides:
+        got, ref = tw_figures(flows_rows(late, cg)), ss_figures(ss_sockets(f))
+        check(len(late.rows(cg)) >= 3, "%s: the second top gave %d objects"
+              % (n, len(late.rows(cg))))
+        check(got["sockets"] == ref["sockets"] and got["cwnd_sum"] == ref["cwnd_sum"],
+              "%s: sockets older than the daemon: %d sockets, cwnd %d; ss %d, %d"
+              % (n, got["sockets"], got["cwnd_sum"], ref["sockets"], ref["cwnd_sum"]))
+    check_top_clean(late, late.stop())
     client.stdin.close()        # the client closes its connections
     closed = client.stdout.readline()
     check('"closed"' in closed, "stall client: %r" % closed)

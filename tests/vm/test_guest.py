@@ -165,6 +165,10 @@ def test_top():
     check(rows, "no JSON object for the root cgroup")
     check(with_tcp or reason, "no tcp object and no word on why: %s" % r.stderr[-800:])
     said = [x.split(";")[0].strip() for ln in reason for x in ln.split("tcp_flows:")[1:]]
+    # Every kernel booted here has the socket storage iterator (5.9+): the
+    # tick must not walk the whole TCP hash table (a stall of ~1.6 ms).
+    check(not [x for x in said if "whole TCP hash table" in x],
+          "the flow figures fell back to walking the TCP hash table each tick: %s" % said)
     flows = ("tcp flows in %d of %d objects%s" % (len(with_tcp), len(rows),
                                                   " (%s)" % "; ".join(said) if said else "")
              if with_tcp else "tcp flows null: %s" % "; ".join(said))
@@ -288,9 +292,13 @@ class HogRig:
         rate = calibrate(sess, self.port, unit_cg(UNIT_WEB))
         # Emulation's own latency wanders from one second to the next: nginx
         # alone is taken as the lower of two runs, and the pair measured
-        # again (CALIB_TRIES) until the hog's effect stands out of it.
+        # again (CALIB_TRIES) until the hog's effect stands out of it. On a
+        # slow guest a quarter of nginx's CPU leaves the hog little to
+        # queue behind: each try after the first offers 1.4x the rate.
         tried = []
-        for _ in range(CALIB_TRIES):
+        for attempt in range(CALIB_TRIES):
+            if attempt:
+                rate = int(rate * 1.4)
             alone = min(self.p99(rate, cli), self.p99(rate, cli))
             self.start_hog()
             for u in (UNIT_WEB, UNIT_HOG):
@@ -301,13 +309,12 @@ class HogRig:
             hog = self.p99(rate, cli)
             # The daemon starts beside nginx alone and sees the hog arrive.
             sh("systemctl", "stop", UNIT_HOG, timeout=60)
-            tried.append("%.0f -> %.0f us" % (alone, hog))
+            tried.append("%.0f -> %.0f us at %d req/s" % (alone, hog, rate))
             if hog >= SEPARATION * alone:
                 break
         else:
-            raise TestFailure("the hog did not raise nginx's p99 %.1fx at %d req/s in %d tries "
-                              "(%s): nothing to protect" % (SEPARATION, rate, CALIB_TRIES,
-                                                             "; ".join(tried)))
+            raise TestFailure("the hog did not raise nginx's p99 %.1fx in %d tries (%s): "
+                              "nothing to protect" % (SEPARATION, CALIB_TRIES, "; ".join(tried)))
         self.target_us = int((alone * hog) ** 0.5)
         self.calib = ("p99 alone %.0f us, beside the hog %.0f us at %d req/s: target %d us%s"
                       % (alone, hog, rate, self.target_us,
