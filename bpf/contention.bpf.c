@@ -981,8 +981,9 @@ bool flows_armed = false;
 
 /*
  * What a socket's cumulative counters stood at when last charged. Socket
- * storage: found in a few loads, freed with the socket, and only sockets
- * the iterator met (or that closed) carry one.
+ * storage: found in a few loads, freed with the socket. The sockets that
+ * carry one: those the start's walk met (ct_tcp_iter), and those that
+ * connected or were accepted since (ct_tcp_state); the tick visits those.
  */
 struct ct_flow {
 	__u64 bytes_acked, bytes_received;
@@ -1101,6 +1102,10 @@ static __always_inline void flow_visit(struct tcp_sock *tp, struct ct_flow *s)
 	__u64 cgid;
 	__u8 state;
 
+	/*
+	 * ct_tcp_iter gives a listener no storage, but a socket keeps its
+	 * storage across states: one whose connect failed may listen later.
+	 */
 	state = tp->inet_conn.icsk_inet.sk.__sk_common.skc_state;
 	if (state == TCP_LISTEN)
 		return;
@@ -1118,7 +1123,7 @@ static __always_inline void flow_visit(struct tcp_sock *tp, struct ct_flow *s)
  * namespace (the kernel's iterator walks the namespace of the reader), so
  * that every socket that was there before gets its storage. It walks the
  * whole established hash table, every bucket of it (262,144 on a host with
- * 23 GiB): about 1.5 ms of a CPU without a break, so not once a tick.
+ * 23 GiB): 1.6-1.7 ms of a CPU without a break there, so not once a tick.
  * Time-wait and request sockets are not full sockets (bpf_skc_to_tcp_sock
  * gives NULL): they have no windows, and their counters were charged when
  * the full socket went. Listeners move no data. The others, what `ss -t`
@@ -1171,10 +1176,12 @@ int ct_flows_iter(struct bpf_iter__bpf_sk_storage_map *ctx)
 }
 
 /*
- * A TCP socket of our namespace that starts to connect, or is made by a
- * listener for a connection (TCP_SYN_SENT, TCP_SYN_RECV): its storage, so
- * that the tick's iterator meets it. It has moved no data yet. Once per
- * connection, in the context that changes its state.
+ * A TCP socket of our namespace that starts to connect (TCP_SYN_SENT) or is
+ * made by a listener for a connection (TCP_SYN_RECV): its storage, so that
+ * the tick's iterator meets it. It has moved no data yet. Again when it
+ * becomes established (TCP_ESTABLISHED), where the lookup finds the storage
+ * made before: a second chance for one that got none (the storage could
+ * not be allocated at its SYN).
  */
 SEC("tp_btf/inet_sock_set_state")
 int BPF_PROG(ct_tcp_state, const struct sock *sk, const int oldstate, const int newstate)
