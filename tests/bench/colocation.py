@@ -54,7 +54,9 @@ MB/s against each alone on CPU 0; a bursting hog against alone times its
 duty cycle); the utilisation of CPU 0 (latency-critical plus best-effort CPU
 time over its capacity) and the share of what the latency-critical services
 left idle that best-effort work used (Heracles' utilisation, over the
-seconds it ran); and, per event, the control periods (500 ms) to
+seconds it ran); the host's noise: CPU 0's time stolen by the hypervisor
+(/proc/stat steal; whole arm, median of the repetitions, and the worst
+second of any); and, per event, the control periods (500 ms) to
 tailwarden's first knob write and to p99 back under the objective (two
 windows in a row). Targets (issue 25): >= 99.5 % of windows, best-effort
 work keeping >= 90 % of what the latency-critical services leave idle and
@@ -117,6 +119,16 @@ SCENARIOS = {
     "5": Scenario("5", "own-load", "nginx's own load beyond one CPU, hog beside it", 45,
                   ("none", "static", "tailwarden", "weight1", "reactive"), ("web",), 5),
 }
+
+
+def stolen_s(cpu=colo.SERVER_CPU):
+    """CPU cpu's steal time so far (s, /proc/stat): time the hypervisor ran
+    something else while this guest had work for that vCPU."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("cpu%d " % cpu):
+                return int(line.split()[8]) / os.sysconf("SC_CLK_TCK")
+    return 0.0
 
 
 def recovery(p99s, target, at):
@@ -239,6 +251,7 @@ class Arm:
         prev = [rig.cpu_ns(c) for c in cgs]
         nlc = len(self.lc_cgroups())
         use = []                    # (lc CPUs, be CPUs) per second
+        steal, prev_st = [], stolen_s()  # CPU 0's stolen share per second
         try:
             t0 = time.time()
             self.t0 = t0
@@ -258,6 +271,9 @@ class Arm:
                     # A cgroup made again (scenario 4's restart) counts from 0.
                     d = [(c - p if c >= p else c) / 1e9 for c, p in zip(cur, prev)]
                     use.append((sum(d[:nlc]), sum(d[nlc:])))
+                    st = stolen_s()
+                    steal.append(st - prev_st)
+                    prev_st = st
                     prev = cur
                     sec += 1
                 nxt = min([sec] + [a[0] for a in todo[:1]])
@@ -280,9 +296,9 @@ class Arm:
                 rig.stop_tailwarden()
             if self.orig:
                 rig.restore_files(self.orig)
-        return self.figures(results, bogo, mbps, decisions, runlog, use)
+        return self.figures(results, bogo, mbps, decisions, runlog, use, steal)
 
-    def figures(self, results, bogo, mbps, decisions, runlog, use):
+    def figures(self, results, bogo, mbps, decisions, runlog, use, steal):
         rig, scen, n = self.rig, self.scen, self.scen.arm_s
         out = {"arm": self.arm, "errors": sum(r["errors"] for _, r in results), "svc": {},
                "bogo": bogo, "mbps": mbps, "duty": self.duty, "decisions": len(decisions)}
@@ -324,6 +340,10 @@ class Arm:
         # in the seconds the hog ran.
         on = [s for s in range(n) if any(a <= s and s + 1 <= b + 0.5 for a, b in self.hog_on)]
         out["util"] = sum(lc + be for lc, be in use) / max(1, len(use))
+        # The host's noise: CPU 0's time stolen by the hypervisor, whole arm
+        # and worst second.
+        out["steal"] = sum(steal) / max(1, len(steal))
+        out["steal_max"] = max(steal, default=0.0)
         idle = sum(max(0.0, 1 - use[s][0]) for s in on if s < len(use))
         out["be_of_idle"] = (sum(use[s][1] for s in on if s < len(use)) / idle) if idle else None
         if scen.key == "5":
@@ -504,7 +524,9 @@ def summary(scen, results, cal):
             row += ["%.0f%%" % (100 * statistics.median(r["mbps"] or 0 for r in rs)
                                 / (cal["mbps"] or 1))]
         row += ["%.0f%%" % (100 * statistics.median(r["util"] for r in rs)),
-                "%.0f%%" % (100 * statistics.median(r["be_of_idle"] or 0 for r in rs))]
+                "%.0f%%" % (100 * statistics.median(r["be_of_idle"] or 0 for r in rs)),
+                "%.1f%% / %.0f%%" % (100 * statistics.median(r["steal"] for r in rs),
+                                     100 * max(r["steal_max"] for r in rs))]
         if scen.key == "3":
             # Many events: the median and worst over every burst of every repetition.
             fw = [v for r in rs for v in r["first_write"]]
@@ -540,7 +562,7 @@ def summary(scen, results, cal):
         if scen.key == "2":
             header += ["of them before the hog"]
     header += ["stress-ng kept"] + (["fio kept"] if scen.key in ("1", "2") else [])
-    header += ["CPU 0 used", "BE of LC idle"]
+    header += ["CPU 0 used", "BE of LC idle", "CPU 0 stolen: arm / worst s"]
     if scen.key == "3":
         header += ["periods to 1st write: median / worst", "periods to p99 back: median / worst"]
     else:
@@ -641,7 +663,8 @@ def main():
                             os.path.join(args.out, "colocation-%s-rep%d" % (k, rep + 1)))
                         results.append(r)
                         say("  rep %d %-10s %s; stress-ng %.0f%%%s of alone; CPU 0 used %.0f%%, "
-                            "best-effort took %s of what LC left idle; first write after each "
+                            "best-effort took %s of what LC left idle; host stole %.1f%% of "
+                            "CPU 0 (%.0f%% in the worst second); first write after each "
                             "event (periods) %s"
                             % (rep + 1, arm, "; ".join(
                                 "%s %d/%d windows met, whole-arm p%s %s" % (
@@ -652,6 +675,7 @@ def main():
                                if r["mbps"] is not None else "",
                                100 * r["util"], "-" if r["be_of_idle"] is None else
                                "%.0f%%" % (100 * r["be_of_idle"]),
+                               100 * r["steal"], 100 * r["steal_max"],
                                " ".join(periods(v) for v in r["first_write"]) or "-"))
                 lines = summary(scen, results, cal)
                 head = ("scenario %s (%s): %s; nginx %d req/s, objective p99 <= %s%s; %d "
