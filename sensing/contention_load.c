@@ -128,6 +128,14 @@ static bool runq_iter(const struct features *f)
 	return f->sched_info && f->iter_task && f->proc_exit;
 }
 
+/*
+ * The flow figures' fallback, said where it is taken: what each tick then
+ * costs (measured on a host whose established hash table has that many
+ * buckets).
+ */
+#define FLOWS_WALK \
+	"every tick walks the whole TCP hash table, empty buckets too (1.6 ms a tick with 262,144 buckets)"
+
 /* Of the signals asked for, those this kernel can run; note the others. */
 static unsigned feasible(struct contention_loaded *c, unsigned want, const struct features *f)
 {
@@ -198,7 +206,7 @@ static unsigned feasible(struct contention_loaded *c, unsigned want, const struc
 		     "futex: no bpf_task_pt_regs (5.15+), waits come from sys_enter/sys_exit (costs every syscall)");
 	if ((ok & CONT_TCP_FLOWS) && !f->storage_iter)
 		note(c,
-		     "tcp_flows: no socket storage iterator or inet_sock_set_state here, every tick walks the whole TCP hash table, empty buckets too (1.6 ms a tick with 262,144 buckets)");
+		     "tcp_flows: no socket storage iterator or inet_sock_set_state here, " FLOWS_WALK);
 	if ((ok & CONT_TCP_FLOWS) && !f->total_rto)
 		note(c,
 		     "tcp_flows: sockets do not count their retransmission timeouts before 6.7 (tcp_sock.total_rto), timeouts are null");
@@ -553,8 +561,7 @@ int contention_load(unsigned want, uint32_t max_cgroups, struct contention_loade
 		/* The storage's walk, tried now: what every later tick runs. */
 		r = contention_flows_iter(c);
 		if (r) {
-			note(c,
-			     "tcp_flows: the socket storage iterator failed (%s), every tick walks the whole TCP hash table, empty buckets too (1.6 ms a tick with 262,144 buckets)",
+			note(c, "tcp_flows: the socket storage iterator failed (%s), " FLOWS_WALK,
 			     strerror(-r));
 			bpf_link__destroy(c->skel->links.ct_flows_iter);
 			c->skel->links.ct_flows_iter = NULL;
