@@ -415,10 +415,13 @@ def calibrate(rig, scens):
     """Rate, hog, objective; the static split; what each antagonist does alone."""
     cal = {}
     say("calibrating (client p99, kernel receive time; 3 s each):")
+    st0, t0 = stolen_s(), time.monotonic()
     alone, hog, share, ok = rig.calibrate(4, 3, say)
-    say("  chosen: %d req/s, %d hog workers; objective p99 <= %s%s"
+    say("  chosen: %d req/s, %d hog workers; objective p99 <= %s%s (the host stole %.1f%% of "
+        "CPU 0 in the readings)"
         % (rig.rate, rig.hogs, fmt_us(rig.target),
-           "" if ok else " (no setting separated 4x: the strongest)"))
+           "" if ok else " (no setting separated 4x: the strongest)",
+           100 * (stolen_s() - st0) / (time.monotonic() - t0)))
     loads = [("http", rig.nginx.port, 2 * rig.rate)]
     if "2" in scens:
         cal["mc_rate"] = rig.rate // 2
@@ -442,6 +445,7 @@ def calibrate(rig, scens):
         # reading whose objective the hog's median second is not 1.5x over
         # is taken again, up to MC_TRIES readings; the last is kept.
         for attempt in range(1, MC_TRIES + 1):
+            st0, t0 = stolen_s(), time.monotonic()
             quiet = mc_p999(MC_QUIET_S)
             rig.start_hog()
             time.sleep(0.5)
@@ -451,9 +455,10 @@ def calibrate(rig, scens):
             cal["mc_target"] = int(max((a * h) ** 0.5, 3 * a, 1.5 * worst))
             weak = h < 1.5 * cal["mc_target"]
             say("  memcached at %d req/s beside nginx, p99.9 per second: alone %s (median of %d "
-                "s), %s at worst; beside the hog %s (median of %d s); objective p99.9 <= %s%s"
+                "s), %s at worst; beside the hog %s (median of %d s); the host stole %.1f%% of "
+                "CPU 0; objective p99.9 <= %s%s"
                 % (cal["mc_rate"], fmt_us(a), len(quiet), fmt_us(worst), fmt_us(h), len(beside),
-                   fmt_us(cal["mc_target"]),
+                   100 * (stolen_s() - st0) / (time.monotonic() - t0), fmt_us(cal["mc_target"]),
                    "" if not weak else
                    " (the hog's median second is not 1.5x over it: a weak separation%s)"
                    % ("; again" if attempt < MC_TRIES else
