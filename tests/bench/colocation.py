@@ -137,6 +137,17 @@ def stolen_s(cpu=colo.SERVER_CPU):
     return 0.0
 
 
+def steal_mark():
+    """Now, for stolen_since()."""
+    return stolen_s(), time.monotonic()
+
+
+def stolen_since(mark):
+    """CPU 0's share stolen by the hypervisor since steal_mark()'s mark."""
+    st0, t0 = mark
+    return (stolen_s() - st0) / max(1e-9, time.monotonic() - t0)
+
+
 def rep_line(rep, arm, r, cal):
     """One repetition of one arm, as the log gives it."""
     return ("  rep %d %-10s %s; stress-ng %.0f%%%s of alone; CPU 0 used %.0f%%, best-effort "
@@ -415,13 +426,13 @@ def calibrate(rig, scens):
     """Rate, hog, objective; the static split; what each antagonist does alone."""
     cal = {}
     say("calibrating (client p99, kernel receive time; 3 s each):")
-    st0, t0 = stolen_s(), time.monotonic()
+    mark = steal_mark()
     alone, hog, share, ok = rig.calibrate(4, 3, say)
     say("  chosen: %d req/s, %d hog workers; objective p99 <= %s%s (the host stole %.1f%% of "
         "CPU 0 in the readings)"
         % (rig.rate, rig.hogs, fmt_us(rig.target),
            "" if ok else " (no setting separated 4x: the strongest)",
-           100 * (stolen_s() - st0) / (time.monotonic() - t0)))
+           100 * stolen_since(mark)))
     loads = [("http", rig.nginx.port, 2 * rig.rate)]
     if "2" in scens:
         cal["mc_rate"] = rig.rate // 2
@@ -445,7 +456,7 @@ def calibrate(rig, scens):
         # reading whose objective the hog's median second is not 1.5x over
         # is taken again, up to MC_TRIES readings; the last is kept.
         for attempt in range(1, MC_TRIES + 1):
-            st0, t0 = stolen_s(), time.monotonic()
+            mark = steal_mark()
             quiet = mc_p999(MC_QUIET_S)
             rig.start_hog()
             time.sleep(0.5)
@@ -458,7 +469,7 @@ def calibrate(rig, scens):
                 "s), %s at worst; beside the hog %s (median of %d s); the host stole %.1f%% of "
                 "CPU 0; objective p99.9 <= %s%s"
                 % (cal["mc_rate"], fmt_us(a), len(quiet), fmt_us(worst), fmt_us(h), len(beside),
-                   100 * (stolen_s() - st0) / (time.monotonic() - t0), fmt_us(cal["mc_target"]),
+                   100 * stolen_since(mark), fmt_us(cal["mc_target"]),
                    "" if not weak else
                    " (the hog's median second is not 1.5x over it: a weak separation%s)"
                    % ("; again" if attempt < MC_TRIES else
@@ -678,6 +689,8 @@ def main():
     ap.add_argument("--no-docs", action="store_true",
                     help="do not write the scenarios' blocks of docs/benchmarks.md")
     args = ap.parse_args()
+    if args.retakes < 0:
+        sys.exit("colocation: --retakes %d: must be 0 or more" % args.retakes)
     if os.geteuid() != 0:
         sys.exit("colocation: must run as root (BPF and cgroups)")
     keys = [k for k in args.scenario.split(",") if k]
@@ -711,14 +724,16 @@ def main():
                                 os.path.join(args.out, "colocation-%s-rep%d" % (k, rep + 1)))
                             noisy = r["steal_max"] > STEAL_RETAKE
                             r["retaken"] = take
-                            say(rep_line(rep, arm, r, cal) + (
-                                "" if not noisy else
-                                "; set aside (over %.0f%% stolen in a second), run again"
-                                % (100 * STEAL_RETAKE) if take < args.retakes else
-                                "; kept after %d runs, all over %.0f%% stolen in a second"
-                                % (take + 1, 100 * STEAL_RETAKE)))
                             if not noisy:
+                                say(rep_line(rep, arm, r, cal))
                                 break
+                            if take < args.retakes:
+                                say(rep_line(rep, arm, r, cal) + "; set aside (over %.0f%% stolen "
+                                    "in a second), run again" % (100 * STEAL_RETAKE))
+                            else:
+                                say(rep_line(rep, arm, r, cal) + "; kept after %d run%s, all over "
+                                    "%.0f%% stolen in a second"
+                                    % (take + 1, "" if take == 0 else "s", 100 * STEAL_RETAKE))
                         results.append(r)
                 lines = summary(scen, results, cal)
                 head = ("scenario %s (%s): %s; nginx %d req/s, objective p99 <= %s%s; %d "
