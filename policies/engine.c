@@ -33,7 +33,8 @@
  * its floor, and only when a whole window at the floor is still a
  * violation (or the weight cannot be used) halves its cpu.max; never the
  * cpu.max of an idle BE service, under BE_IDLE of a CPU (a quota
- * throttles only what runs). Past the weight's floor a quota gives the
+ * throttles only what runs), nor while BE work together holds under
+ * BE_BUSY of it (what a quota could take is not what the LC misses). Past the weight's floor a quota gives the
  * LC service no CPU it could not take, and its throttling can cost it
  * latency: a quota cut whose next window leaves its driver no better is
  * undone, and quota cuts of that BE service are held off, whoever drives
@@ -1248,6 +1249,19 @@ static const char *quota_due(const struct engine *e, size_t b, uint64_t now, int
 
 	if (e->set->v[b].klass != POLICY_BEST_EFFORT || !movable(e, b, KNOB_CPU_QUOTA) ||
 	    e->s[b].usage < BE_IDLE || !cooled(&e->s[b].k[KNOB_CPU_QUOTA], DIR_PROTECT, now))
+		return NULL;
+	/*
+	 * Nor while best-effort work together holds next to nothing of the
+	 * CPU (be_squeezed()): that is the cut which own load beyond the CPU
+	 * refuses (overload()), and the window before the diagnosis names the
+	 * load reads as any violation. Such a cut could take at most the
+	 * little they use, yet it stays through the episode
+	 * (give_back_episode()) and holds off the floor's yield
+	 * (yield_share()): in a run of scenario 5 the step's first window read
+	 * cpu/unknown, the hog's quota went to 5 % of a CPU at a use of 1 %,
+	 * and it kept 7 % of its CPU through the step.
+	 */
+	if (be_squeezed(e))
 		return NULL;
 	if (mem >= 0) {
 		*driver = mem;

@@ -708,7 +708,7 @@ static bool no_be_action(const struct fx *f)
  * Its own load beyond what the CPU gives (co-location scenario 5): a
  * violation of its own load while best-effort work holds next to nothing
  * of the CPU (its weight at the floor, 1% of a CPU) says so and cuts
- * nothing; it goes on sparing them while the violations of its own load
+ * nothing, nor does the window before it that reads as any violation; it goes on sparing them while the violations of its own load
  * last, even once they use CPU again (its backlog draining); a window
  * within the objective ends it, and the next own-load violation with busy
  * neighbours takes from them again (the load step of scenario 1).
@@ -723,6 +723,9 @@ static void test_own_load_beyond_the_cpu(void **state)
 	f->in[1].knob[KNOB_CPU_WEIGHT] = 10; /* at its floor */
 	f->in[1].cpu_usage = 0.01;
 	start(f);
+	/* The step's first window reads as any violation: nor is their quota cut. */
+	assert_int_equal(window(f, 3, 1000, &unk), 0);
+	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
 	assert_int_equal(window(f, 3, 1000, &d), 0);
 	assert_string_equal(
 		engine_verdict(f->e, 0),
@@ -1971,10 +1974,17 @@ static void test_reactive_cut_to_idle(void **state)
 	assert_non_null(strstr(find(f, 1, KNOB_CPU_WEIGHT)->reason, "cpu.weight 1 -> idle"));
 }
 
-/* An idle best-effort service's quota (under 0.5% of a CPU used) is left alone. */
+/*
+ * An idle best-effort service's quota (under 0.5% of a CPU used) is left
+ * alone, and so is one of best-effort work that holds under 5% of a CPU
+ * together: whatever the diagnosis reads (scenario 5's first window of a
+ * load step beyond the CPU read cpu/unknown), what a quota could take
+ * from them is not what the service lacks.
+ */
 static void test_idle_quota_left_alone(void **state)
 {
 	struct fx *f = *state;
+	struct diagnosis unk = diag(DIAG_CPU, DIAG_CAUSE_UNKNOWN);
 
 	f->pol[1].cpu_weight.set = false; /* quota at once */
 	f->in[1].cpu_usage = 0;
@@ -1982,9 +1992,13 @@ static void test_idle_quota_left_alone(void **state)
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(window(f, 5, 1000, NULL), 0);
 	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
-	/* Idle means under 0.5% of a CPU: at 1% it is cut (to its floor, 10%). */
 	f->in[1].cpu_usage = 0.01;
-	assert_int_equal(window(f, 5, 1000, NULL), 1);
+	assert_int_equal(window(f, 5, 1000, NULL), 0);
+	assert_int_equal(window(f, 5, 1000, &unk), 0);
+	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
+	/* At 8% of a CPU they hold some: cut, half of it, to its floor (10%). */
+	f->in[1].cpu_usage = 0.08;
+	assert_int_equal(window(f, 5, 1000, &unk), 1);
 	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.1, 1e-9);
 }
 
