@@ -892,6 +892,40 @@ static void test_phase_service_load(void **state)
 	diag_state_free(s);
 }
 
+/*
+ * A load whose requests grew costlier, at a rate its CPU caps (co-location
+ * scenario 5's step, a costlier page beside the base load): what it serves
+ * rises under the 1.3x that says load, but its own CPU time per second
+ * rises 2.2x. Nothing contended: the load. Each request costing that much
+ * more with the rate and its CPU time per second flat is not.
+ */
+static void test_load_in_cpu_time(void **state)
+{
+	struct win p = phased(), w;
+	struct diag_state *s = steady(&p, 10);
+	struct diagnosis d;
+
+	(void)state;
+	w = p;
+	w.rps *= 1.1;
+	w.cpu_us_per_req *= 2;
+	w.lat_p99_us *= 20;
+	w.queued_p99_us *= 30;
+	w.service_p99_us *= 2;
+	for (int i = 0; i < 5; i++) {
+		step(s, &w, &d);
+		expect(&d, DIAG_NONE, DIAG_CAUSE_LOAD, "phase.service_us.p99");
+		assert_false(d.load_up); /* the rate is not up: the CPU time is */
+	}
+	diag_state_free(s);
+
+	s = steady(&p, 10);
+	w.cpu_us_per_req = p.cpu_us_per_req * 1.1;
+	step(s, &w, &d);
+	expect(&d, DIAG_NONE, DIAG_CAUSE_UNKNOWN, NULL);
+	diag_state_free(s);
+}
+
 /* Sending time growing alone is the network or the peer: no neighbour to blame. */
 static void test_phase_sending(void **state)
 {
@@ -983,6 +1017,7 @@ int main(void)
 		cmocka_unit_test(test_phase_service_io_lock),
 		cmocka_unit_test(test_phase_service_weighs_io_over_cpu),
 		cmocka_unit_test(test_phase_service_load),
+		cmocka_unit_test(test_load_in_cpu_time),
 		cmocka_unit_test(test_phase_sending),
 		cmocka_unit_test(test_phase_names_verdict),
 		cmocka_unit_test(test_names),
