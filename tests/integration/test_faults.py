@@ -733,11 +733,15 @@ def test_knob_fail_log():
                 f.write(str(v))
 
         # On v1 a child's quota above its parent's is EINVAL: be gets 1% of a CPU.
+        # A quota is cut only while best-effort work together holds 5% of a CPU
+        # or more, so a second hog outside be, with a weight only, holds it.
         set_parent(1000)
+        other = sess.cgroup("other")
         nginx = sess.nginx(web, cpu=colo.SERVER_CPU)
         sess.loadgen("http", nginx.port, 2000, 3600, cpu=colo.CLIENT_CPU, background=True)
-        sess.spawn(["stress-ng", "--cpu", "1", "--timeout", "300", "-q"], cgroup=batch,
-                   cpu=colo.SERVER_CPU, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for cg in (batch, other):
+            sess.spawn(["stress-ng", "--cpu", "1", "--timeout", "300", "-q"], cgroup=cg,
+                       cpu=colo.SERVER_CPU, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         d = sess.tmpdir("kfail")
         pol = os.path.join(d, "policies")
         os.makedirs(pol)
@@ -746,6 +750,9 @@ def test_knob_fail_log():
                     "Target=1us\nMinRequests=100\nWindow=500ms\n" % web.rel)
         with open(os.path.join(pol, "batch.policy"), "w") as f:
             f.write("[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\nCPUQuota=5%%..max\n" % batch.rel)
+        with open(os.path.join(pol, "other.policy"), "w") as f:
+            f.write("[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\nCPUWeight=1..100\n"
+                    % other.rel)
         conf = os.path.join(d, "tailwarden.conf")
         decisions = os.path.join(d, "decisions.jsonl")
         with open(conf, "w") as f:
