@@ -34,11 +34,11 @@
  * violation (or the weight cannot be used) halves its cpu.max; never the
  * cpu.max of an idle BE service, under BE_IDLE of a CPU (a quota
  * throttles only what runs), nor while BE work together holds under
- * BE_BUSY of it (what a quota could take is not what the LC misses). Past the weight's floor a quota gives the
- * LC service no CPU it could not take, and its throttling can cost it
- * latency: a quota cut whose next window leaves its driver no better is
- * undone, and quota cuts of that BE service are held off, whoever drives
- * them (judge_cut()). The diagnosis routes the cut:
+ * BE_BUSY of it (what a quota could take is not what the LC misses).
+ * Past the weight's floor a quota gives the LC service no CPU it could
+ * not take, and its throttling can cost it latency: a quota cut whose
+ * next window leaves its driver no better is undone, and quota cuts of
+ * that BE service are held off, whoever drives them (judge_cut()). The diagnosis routes the cut:
  *
  *   none (no contention sensor), cpu, or nothing stands out
  *                      -> BE cpu.weight then cpu.max; LC cpu.weight up

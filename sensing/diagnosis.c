@@ -555,7 +555,7 @@ static double work_ratio(const struct window *w, enum diag_dominant k)
  * costlier, at a rate its CPU caps, shows here and not in the rate
  * (measured: a step of a costlier page beside nginx's base load took its
  * CPU from 40 % to all of it, while what it served rose under the 1.3x of
- * DIAG_LOAD_ENTER in three of five tries).
+ * DIAG_LOAD_ENTER in three of four tries of the own-load test).
  */
 static double own_cpu_ratio(const struct window *w)
 {

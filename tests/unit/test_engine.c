@@ -708,8 +708,9 @@ static bool no_be_action(const struct fx *f)
  * Its own load beyond what the CPU gives (co-location scenario 5): a
  * violation of its own load while best-effort work holds next to nothing
  * of the CPU (its weight at the floor, 1% of a CPU) says so and cuts
- * nothing, nor does the window before it that reads as any violation; it goes on sparing them while the violations of its own load
- * last, even once they use CPU again (its backlog draining); a window
+ * nothing, nor does the window before it that reads as any violation; it
+ * goes on sparing them while the violations of its own load last, even
+ * once they use CPU again (its backlog draining); a window
  * within the objective ends it, and the next own-load violation with busy
  * neighbours takes from them again (the load step of scenario 1).
  */
