@@ -163,6 +163,18 @@
  */
 #define OWN_YIELD_MAX 30
 /*
+ * Yielded, a window whose latency is under this share of the window before
+ * (both yielded) ends the episode at once: the queue shrank while
+ * best-effort work kept its share, so its load fell. Its backlog still
+ * arrives as load (open-loop clients send what queued in them), so the
+ * rate does not say it, and the yield that drains it slower holds itself
+ * up. Measured in scenario 5 of docs/benchmarks.md: 16-26 ms a window
+ * while yielded, 4.1-4.3 ms from the first window after the load fell,
+ * read as its own load until the backlog drained 4-5 s later (static was
+ * back within a second).
+ */
+#define OWN_FELL 0.5
+/*
  * Yielded, best-effort work is steered to keep this much of the CPU it used
  * before the overload (engine.be_calm): its CPU weight from home up to the
  * top of its range (never above: that is the user's say), up by the
@@ -235,7 +247,8 @@ struct service_mem {
 	bool own_over;	       /* it was, and a window met the objective: undo the episode's cuts */
 	unsigned intf_windows; /* violations in a row read as interference while overloaded */
 	unsigned own_windows;  /* windows of the episode of its own load beyond the CPU so far */
-	double own_lat; /* its latency (ns) in the last window that found it so at the floor */
+	double own_lat;	  /* its latency (ns) in the last window that found it so at the floor */
+	double yield_lat; /* its latency (ns) in the episode's last window yielded (0: none) */
 	unsigned route;
 	double slack;
 	double latency; /* the percentile of its last window with a verdict, ns */
@@ -707,6 +720,7 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 		s->own_over |= s->overloaded;
 		s->overloaded = false;
 		s->intf_windows = 0;
+		s->yield_lat = 0;
 		return false;
 	}
 	s->own_over = false;
@@ -746,8 +760,19 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 	 */
 	if (s->overloaded && any_floor(e) && floor_yields(e) && ++s->own_windows > OWN_YIELD_MAX)
 		s->overloaded = false;
+	/*
+	 * Yielded (best-effort work no longer squeezed), its latency fell
+	 * under OWN_FELL of the window before: its load fell, and the floor
+	 * comes back for its backlog to drain.
+	 */
+	if (s->overloaded && any_floor(e) && floor_yields(e) && !squeezed) {
+		if (s->latency < OWN_FELL * s->yield_lat)
+			s->overloaded = false;
+		s->yield_lat = s->latency;
+	}
 	if (!s->overloaded) {
 		s->own_windows = 0;
+		s->yield_lat = 0;
 		return false;
 	}
 	if (squeezed)

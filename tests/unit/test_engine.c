@@ -1748,6 +1748,52 @@ static void test_own_load_yields_the_floor(void **state)
 }
 
 /*
+ * Yielded, the load falls and its backlog arrives as load still (an
+ * open-loop client sends what queued in it): the rate stays up, and the
+ * yield that drains it slower would hold itself up. A window at under half
+ * the latency of the window before, both yielded, ends the episode: the
+ * floor at once. A smaller fall (the load easing, or noise) holds it.
+ */
+static void test_own_load_fell_ends_yield(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_LOAD);
+	struct diagnosis intf = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
+	const struct action *a;
+
+	f->pol[1].weights_floor = true;
+	f->in[1].cpu_usage = 0.01;
+	start(f);
+	for (int i = 0; i < 5; i++)
+		window(f, 0.3, 1000, NULL);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
+	window(f, 3, 1000, &d);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	/* Yielded: 20 ms a window, its load up throughout. */
+	f->in[1].cpu_usage = 0.5;
+	d.load_up = intf.load_up = true;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(window(f, 20, 1000, i % 2 ? &d : &intf), 0);
+	/* Down to 0.6 of the window before, twice: held. */
+	assert_int_equal(window(f, 12, 1000, &d), 0);
+	assert_int_equal(window(f, 7.2, 1000, &intf), 0);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	/* Under half of it, the rate still up (its backlog): the floor. */
+	window(f, 3.4, 1000, &intf);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation: ", 11));
+	a = find(f, 1, KNOB_CPU_WEIGHT);
+	assert_non_null(a);
+	assert_true(a->new_value == 10);
+	assert_non_null(strstr(a->reason, "(Weights=floor: a latency-critical service serves"));
+	/* Its load beyond the CPU again, at the floor: yielded again at once. */
+	f->in[1].cpu_usage = 0.01;
+	window(f, 3, 1000, &d);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
+}
+
+/*
  * Yielded, best-effort work keeps YIELD_KEEP (0.9) of the CPU it used in
  * calm windows: at home the hog gets half of the CPU (0.5 of its 0.65), so
  * its weight goes up by the odds of the share wanted (0.585) against the
@@ -2160,6 +2206,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_own_load_ends_on_interference, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_own_load_yields_the_floor, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_load_fell_ends_yield, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_load_keeps_be_share, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_own_load_not_beyond_under_our_quota, setup,
 						teardown),
