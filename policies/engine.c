@@ -762,13 +762,15 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 		s->overloaded = false;
 	/*
 	 * Yielded (best-effort work no longer squeezed), its latency fell
-	 * under OWN_FELL of the window before: its load fell, and the floor
-	 * comes back for its backlog to drain.
+	 * under OWN_FELL of the window before, also yielded: its load fell,
+	 * and the floor comes back for its backlog to drain.
 	 */
 	if (s->overloaded && any_floor(e) && floor_yields(e) && !squeezed) {
 		if (s->latency < OWN_FELL * s->yield_lat)
 			s->overloaded = false;
 		s->yield_lat = s->latency;
+	} else {
+		s->yield_lat = 0;
 	}
 	if (!s->overloaded) {
 		s->own_windows = 0;
@@ -785,6 +787,16 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 			note, len,
 			"its own load is still beyond what the CPU gave it: best-effort work (%.0f%% of a CPU) not cut until a window meets the objective%s",
 			be_cpu_use(e) * 100, floor_note(e));
+	return true;
+}
+
+/* Does every best-effort service that runs sit at the idle CPU weight? */
+static bool be_all_idle(const struct engine *e)
+{
+	for (size_t b = 0; b < e->set->n; b++)
+		if (e->set->v[b].klass == POLICY_BEST_EFFORT && !(e->s[b].usage < BE_IDLE) &&
+		    !(e->s[b].k[KNOB_CPU_WEIGHT].now == 0))
+			return false;
 	return true;
 }
 
@@ -849,13 +861,18 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 			/* Its own load grew, but the CPU it now needs is in use by
 			 * best-effort work: that is what they must yield. With no
 			 * resource standing out, the CPU they use is still the one
-			 * thing a neighbour holds that the service could want. */
+			 * thing a neighbour holds that the service could want. At
+			 * the idle weight they hold only what it leaves, and no
+			 * cut follows on its own load (quota_due()): said so. */
 			s->route |= ROUTE_CPU;
 			snprintf(
 				be_note, sizeof(be_note),
-				"its own load grew%s and best-effort services use %.0f%% of a CPU: taken from them",
+				"its own load grew%s and best-effort services use %.0f%% of a CPU: %s",
 				in->diag->dominant == DIAG_NONE ? ", nothing stands out," : "",
-				busy * 100);
+				busy * 100,
+				be_all_idle(e) ?
+					"at the idle weight, only what it leaves; not cut" :
+					"taken from them");
 			spare = be_note;
 		}
 	}

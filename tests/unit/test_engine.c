@@ -686,6 +686,25 @@ static void test_own_load_with_busy_neighbours(void **state)
 		"violation: web p99 2.95ms > target 2ms (slack -0.47); diagnosis none/load; "
 		"its own load grew, nothing stands out, and best-effort services use 30% of "
 		"a CPU: taken from them");
+	/*
+	 * At the idle weight (Weights=floor's default floor) they use only
+	 * what it leaves: the verdict says so, and nothing is cut.
+	 */
+	f->pol[1].weights_floor = true;
+	f->pol[1].cpu_weight = range(0, 100);
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
+	engine_free(f->e);
+	start(f);
+	assert_int_equal(window(f, 0.3, 1000, NULL), 1);
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(window(f, 3, 1000, &d), 0);
+		assert_non_null(strstr(engine_verdict(f->e, 0),
+				       "its own load grew and best-effort services use 30% of a "
+				       "CPU: at the idle weight, only what it leaves; not cut"));
+	}
+	f->pol[1].weights_floor = false;
+	f->pol[1].cpu_weight = range(10, 100);
 	/* Idle neighbours (below 5% of a CPU) are spared as before. */
 	f->in[1].cpu_usage = 0.01;
 	f->in[1].knob[KNOB_CPU_WEIGHT] = 100;
