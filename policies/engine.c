@@ -248,7 +248,7 @@ struct service_mem {
 	unsigned intf_windows; /* violations in a row read as interference while overloaded */
 	unsigned own_windows;  /* windows of the episode of its own load beyond the CPU so far */
 	double own_lat;	  /* its latency (ns) in the last window that found it so at the floor */
-	double yield_lat; /* its latency (ns) in the episode's last window yielded (0: none) */
+	double yield_lat; /* its latency (ns) in the window before, if yielded (0: not) */
 	unsigned route;
 	double slack;
 	double latency; /* the percentile of its last window with a verdict, ns */
@@ -705,7 +705,8 @@ static const char *floor_note(const struct engine *e)
  * objective or the diagnosis names anything but its own load while they
  * hold CPU, in OWN_INTF_WINDOWS violations in a row (its load fell back,
  * or a neighbour's doing). Weights=floor yields while this lasts
- * (floor_yields()); then it ends only once its load is down as well.
+ * (floor_yields()); then it ends only once its load is down as well, or
+ * once its latency halves from one yielded window to the next (OWN_FELL).
  * Fills note; true while overloaded.
  */
 static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char *note, size_t len)
@@ -720,7 +721,6 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 		s->own_over |= s->overloaded;
 		s->overloaded = false;
 		s->intf_windows = 0;
-		s->yield_lat = 0;
 		return false;
 	}
 	s->own_over = false;
@@ -774,7 +774,6 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 	}
 	if (!s->overloaded) {
 		s->own_windows = 0;
-		s->yield_lat = 0;
 		return false;
 	}
 	if (squeezed)
@@ -871,7 +870,7 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 				in->diag->dominant == DIAG_NONE ? ", nothing stands out," : "",
 				busy * 100,
 				be_all_idle(e) ?
-					"at the idle weight, only what it leaves; not cut" :
+					"at the idle weight, only what it leaves; not cut for it" :
 					"taken from them");
 			spare = be_note;
 		}
