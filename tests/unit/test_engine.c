@@ -699,9 +699,10 @@ static void test_own_load_with_busy_neighbours(void **state)
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 0);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(window(f, 3, 1000, &d), 0);
-		assert_non_null(strstr(engine_verdict(f->e, 0),
-				       "its own load grew and best-effort services use 30% of a "
-				       "CPU: at the idle weight, only what it leaves; not cut for it"));
+		assert_non_null(
+			strstr(engine_verdict(f->e, 0),
+			       "its own load grew and best-effort services use 30% of a "
+			       "CPU: at the idle weight, only what it leaves; not cut for it"));
 	}
 	f->pol[1].weights_floor = false;
 	f->pol[1].cpu_weight = range(10, 100);
