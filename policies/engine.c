@@ -715,6 +715,7 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 	bool own = d && d->cause == DIAG_CAUSE_LOAD &&
 		   (d->dominant == DIAG_CPU || d->dominant == DIAG_NONE);
 	bool squeezed = own && be_squeezed(e);
+	bool yields;
 
 	if (s->band != BAND_VIOLATION) {
 		/* Back within the CPU: what the episode cut goes back (give_back_episode()). */
@@ -758,14 +759,15 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 	 * still is. Counted only while the floor yields: with another LC
 	 * service within reach it is held, and the usual rules end the episode.
 	 */
-	if (s->overloaded && any_floor(e) && floor_yields(e) && ++s->own_windows > OWN_YIELD_MAX)
+	yields = s->overloaded && any_floor(e) && floor_yields(e);
+	if (yields && ++s->own_windows > OWN_YIELD_MAX)
 		s->overloaded = false;
 	/*
 	 * Yielded (best-effort work no longer squeezed), its latency fell
 	 * under OWN_FELL of the window before, also yielded: its load fell,
 	 * and the floor comes back for its backlog to drain.
 	 */
-	if (s->overloaded && any_floor(e) && floor_yields(e) && !squeezed) {
+	if (yields && s->overloaded && !squeezed) {
 		if (s->latency < OWN_FELL * s->yield_lat)
 			s->overloaded = false;
 		s->yield_lat = s->latency;
