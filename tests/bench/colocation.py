@@ -408,9 +408,8 @@ class Arm:
             # after the load fell (its backlog drained). Once the load fell,
             # Weights=floor coming back is not one (as in test_control's
             # own_load): the yield ends, and the "load falls" columns time it.
-            fell = ("(Weights=floor: a latency-critical service serves", "(Weights=floor yields: ")
             cut = [d for d in cut if not (d["ts"] - self.t0 >= 30
-                                          and any(f in d["reason"] for f in fell))]
+                                          and any(f in d["reason"] for f in colo.FLOOR_BACK))]
             out["over_cuts"] = len([d for d in cut if 15 <= d["ts"] - self.t0 < 30])
             out["own_at"] = self.own_at
             # After it in the log's order (its seconds place it only within one):

@@ -41,7 +41,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lib"))
 import twtest as tw  # noqa: E402
-from colo import pct  # noqa: E402
+from colo import FLOOR_BACK, pct  # noqa: E402
 from twtest import check, TestFailure  # noqa: E402
 
 SERVER_CPU = 0
@@ -553,12 +553,11 @@ def test_own_load():
         # is not one, nor the yield stepping down towards home while the hog uses
         # more than before the step (the daemon moves it down only then).
         end = OWN_LEAD_S + OWN_STEP_S + 5
-        fell = ("(Weights=floor: a latency-critical service serves", "(Weights=floor yields: ")
         cuts = [d for d in ds if d["service"] == "batch" and isinstance(d["new"], (int, float))
                 and isinstance(d["old"], (int, float)) and d["new"] < d["old"]
                 and seen_own < d["ts"] - t0 < end
                 and not (d["ts"] - t0 >= OWN_LEAD_S + OWN_STEP_S
-                         and any(f in d["reason"] for f in fell))]
+                         and any(f in d["reason"] for f in FLOOR_BACK))]
         check(not cuts, "best-effort cuts after the first own-load verdict (at %.1f s): %s"
               % (seen_own, ["%+.1fs %s %s -> %s: %s" % (d["ts"] - t0, d["knob"], d["old"],
                                                         d["new"], d["reason"]) for d in cuts]))

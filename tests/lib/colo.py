@@ -27,6 +27,10 @@ SETTINGS = ((8000, 2), (8000, 4), (4000, 4), (12000, 4))
 # benchmark's overload: a request that costs nginx more CPU than its client).
 HEAVY_KIB = 32
 HEAVY_PATH = "/heavy/page"
+# The reasons of Weights=floor's decisions that, once a service's own load fell
+# back within the CPU, end the yield rather than cut best-effort work: the floor
+# coming back, the yield moving (test_control's own_load, the benchmark's scenario 5).
+FLOOR_BACK = ("(Weights=floor: a latency-critical service serves", "(Weights=floor yields: ")
 
 
 def readf(path, default=None):
