@@ -1771,8 +1771,10 @@ static void test_own_load_yields_the_floor(void **state)
  * Yielded, the load falls and its backlog arrives as load still (an
  * open-loop client sends what queued in it): the rate stays up, and the
  * yield that drains it slower would hold itself up. A window at under half
- * the latency of the window before, both yielded, ends the episode: the
- * floor at once. A smaller fall (the load easing, or noise) holds it.
+ * the latency of the lowest yielded window before it ends the episode: the
+ * floor at once. A smaller fall (the load easing, or noise) holds it, and
+ * so does an ordinary window after one that spiked (under half of the
+ * spike, not of the lowest).
  */
 static void test_own_load_fell_ends_yield(void **state)
 {
@@ -1794,12 +1796,17 @@ static void test_own_load_fell_ends_yield(void **state)
 	d.load_up = intf.load_up = true;
 	for (int i = 0; i < 4; i++)
 		assert_int_equal(window(f, 20, 1000, i % 2 ? &d : &intf), 0);
-	/* Down to 0.6 of the window before, twice: held. */
+	/* A window that spikes, then an ordinary one, under half of it: held. */
+	assert_int_equal(window(f, 45, 1000, &intf), 0);
+	assert_int_equal(window(f, 20, 1000, &intf), 0);
+	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
+	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
+	/* Down to 0.6 of the lowest before, twice: held. */
 	assert_int_equal(window(f, 12, 1000, &d), 0);
 	assert_int_equal(window(f, 7.2, 1000, &intf), 0);
 	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
-	/* Under half of it, the rate still up (its backlog): the floor. */
+	/* Under half of the lowest (7.2), the rate still up (its backlog): the floor. */
 	window(f, 3.4, 1000, &intf);
 	assert_true(!strncmp(engine_verdict(f->e, 0), "violation: ", 11));
 	a = find(f, 1, KNOB_CPU_WEIGHT);
