@@ -251,8 +251,9 @@ struct service_mem {
 	bool own_over;	       /* it was, and a window met the objective: undo the episode's cuts */
 	unsigned intf_windows; /* violations in a row read as interference while overloaded */
 	unsigned own_windows;  /* windows of the episode of its own load beyond the CPU so far */
-	double own_lat;	  /* its latency (ns) in the last window that found it so at the floor */
-	double yield_lat; /* its lowest latency (ns) in the yielded windows before (0: none) */
+	double own_lat;	   /* its latency (ns) in the last window that found it so at the floor */
+	double yield_lat;  /* its lowest latency (ns) in the yielded windows before (0: none) */
+	char own_end[128]; /* why the episode ended in this window ("" if it did not) */
 	unsigned route;
 	double slack;
 	double latency; /* the percentile of its last window with a verdict, ns */
@@ -721,8 +722,11 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 	bool squeezed = own && be_squeezed(e);
 	bool yields;
 
+	s->own_end[0] = '\0';
 	if (s->band != BAND_VIOLATION) {
 		/* Back within the CPU: what the episode cut goes back (give_back_episode()). */
+		if (s->overloaded)
+			snprintf(s->own_end, sizeof(s->own_end), "a window within the objective");
 		s->own_over |= s->overloaded;
 		s->overloaded = false;
 		s->intf_windows = 0;
@@ -749,8 +753,13 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 	if (s->overloaded && !own && !be_squeezed(e) &&
 	    !(any_floor(e) && ((d && d->load_up) || !(s->latency < s->own_lat)))) {
 		/* Two windows in a row: one tick of theirs over BE_BUSY is not a neighbour. */
-		if (++s->intf_windows >= OWN_INTF_WINDOWS)
+		if (++s->intf_windows >= OWN_INTF_WINDOWS) {
 			s->overloaded = false;
+			snprintf(
+				s->own_end, sizeof(s->own_end),
+				"%d windows in a row read as not its own load, best-effort work holding CPU%s",
+				OWN_INTF_WINDOWS, any_floor(e) ? ", its load down" : "");
+		}
 	} else {
 		s->intf_windows = 0;
 		if (squeezed) {
@@ -764,16 +773,28 @@ static bool overload(struct engine *e, size_t i, const struct diagnosis *d, char
 	 * service within reach it is held, and the usual rules end the episode.
 	 */
 	yields = s->overloaded && any_floor(e) && floor_yields(e);
-	if (yields && ++s->own_windows > OWN_YIELD_MAX)
+	if (yields && ++s->own_windows > OWN_YIELD_MAX) {
 		s->overloaded = false;
+		snprintf(s->own_end, sizeof(s->own_end),
+			 "%d windows yielded, a window at the floor to see whether it still is",
+			 OWN_YIELD_MAX);
+	}
 	/*
 	 * Yielded (best-effort work no longer squeezed), its latency fell
 	 * under OWN_FELL of the lowest of the yielded windows before: its
 	 * load fell, and the floor comes back for its backlog to drain.
 	 */
 	if (yields && s->overloaded && !squeezed) {
-		if (s->latency < OWN_FELL * s->yield_lat)
+		if (s->latency < OWN_FELL * s->yield_lat) {
+			char now[24], low[24];
+
+			fmt_ns(now, sizeof(now), s->latency);
+			fmt_ns(low, sizeof(low), s->yield_lat);
 			s->overloaded = false;
+			snprintf(s->own_end, sizeof(s->own_end),
+				 "its load fell (%s, under half the lowest yielded window's %s)",
+				 now, low);
+		}
 		if (!(s->yield_lat > 0) || s->latency < s->yield_lat)
 			s->yield_lat = s->latency;
 	} else {
@@ -828,10 +849,11 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 		s->band = BAND_NONE;
 		s->streak = 0;
 		s->slack = NAN;
-		s->overloaded = false;
 		append(s->verdict, sizeof(s->verdict),
-		       "no verdict: %llu requests in the window < MinRequests %llu",
-		       (unsigned long long)in->requests, (unsigned long long)p->min_requests);
+		       "no verdict: %llu requests in the window < MinRequests %llu%s",
+		       (unsigned long long)in->requests, (unsigned long long)p->min_requests,
+		       s->overloaded ? "; own load over" : "");
+		s->overloaded = false;
 		return;
 	}
 	/* Nearest rank, a bucket's midpoint: within 3.125% of the true figure. */
@@ -840,9 +862,10 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 		s->band = BAND_NONE;
 		s->streak = 0;
 		s->slack = NAN;
-		s->overloaded = false;
 		append(s->verdict, sizeof(s->verdict),
-		       "no verdict: no latency figure in the window");
+		       "no verdict: no latency figure in the window%s",
+		       s->overloaded ? "; own load over" : "");
+		s->overloaded = false;
 		return;
 	}
 	s->fresh = true;
@@ -898,6 +921,9 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 	       s->band == BAND_HOLD	 ? "hold" :
 					   "large slack",
 	       s->head);
+	/* Before the diagnosis: a long verdict is cut at its end. */
+	if (s->own_end[0])
+		append(s->verdict, sizeof(s->verdict), "; own load over: %s", s->own_end);
 	if (s->band == BAND_VIOLATION) {
 		append(s->verdict, sizeof(s->verdict), "; %s", s->diag);
 		if (spare)

@@ -766,9 +766,11 @@ static void test_own_load_beyond_the_cpu(void **state)
 		       "its own load is still beyond what the CPU gave it: best-effort work "
 		       "(40% of a CPU) not cut until a window meets the objective"));
 	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
-	/* A window within the objective ends it. */
+	/* A window within the objective ends it, and the verdict says which end. */
 	window(f, 1.8, 1000, &d);
 	assert_true(!strncmp(engine_verdict(f->e, 0), "hold: ", 6));
+	assert_non_null(
+		strstr(engine_verdict(f->e, 0), "; own load over: a window within the objective"));
 	/* Its own load again, with busy neighbours: the CPU it needs is theirs. */
 	f->now += 2 * SEC;
 	window(f, 3, 1000, &d);
@@ -834,6 +836,9 @@ static void test_own_load_ends_on_interference(void **state)
 	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
 	window(f, 3, 1000, &intf);
 	assert_true(!strncmp(engine_verdict(f->e, 0), "violation: ", 11));
+	assert_non_null(strstr(engine_verdict(f->e, 0),
+			       "; own load over: 2 windows in a row read as not its own load, "
+			       "best-effort work holding CPU; diagnosis cpu/interference"));
 	assert_non_null(find(f, 1, KNOB_CPU_WEIGHT));
 }
 
@@ -1720,6 +1725,9 @@ static void test_own_load_yields_the_floor(void **state)
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
 	window(f, 2.5, 1000, &intf);
 	assert_true(!strncmp(engine_verdict(f->e, 0), "violation: ", 11));
+	assert_non_null(strstr(engine_verdict(f->e, 0),
+			       "; own load over: 2 windows in a row read as not its own load, "
+			       "best-effort work holding CPU, its load down;"));
 	a = find(f, 1, KNOB_CPU_WEIGHT);
 	assert_non_null(a);
 	assert_true(a->new_value == 10);
@@ -1746,6 +1754,9 @@ static void test_own_load_yields_the_floor(void **state)
 			probe = i;
 	}
 	assert_int_equal(probe, 29);
+	assert_non_null(strstr(engine_verdict(f->e, 0),
+			       "; own load over: 30 windows yielded, a window at the floor to see "
+			       "whether it still is"));
 	f->in[1].cpu_usage = 0.01;
 	window(f, 3, 1000, &d);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
@@ -1809,6 +1820,11 @@ static void test_own_load_fell_ends_yield(void **state)
 	/* Under half of the lowest (7.2), the rate still up (its backlog): the floor. */
 	window(f, 3.4, 1000, &intf);
 	assert_true(!strncmp(engine_verdict(f->e, 0), "violation: ", 11));
+	assert_string_equal(
+		engine_verdict(f->e, 0),
+		"violation: web p99 3.34ms > target 2ms (slack -0.67); own load over: its "
+		"load fell (3.34ms, under half the lowest yielded window's 7.21ms); "
+		"diagnosis cpu/interference (runq_delay_us.p99 ×9.3)");
 	a = find(f, 1, KNOB_CPU_WEIGHT);
 	assert_non_null(a);
 	assert_true(a->new_value == 10);
@@ -1818,6 +1834,11 @@ static void test_own_load_fell_ends_yield(void **state)
 	window(f, 3, 1000, &d);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 100);
 	assert_true(!strncmp(engine_verdict(f->e, 0), "violation (own load): ", 22));
+	/* A window without a verdict ends it too, and says so. */
+	window(f, 3, 10, &d);
+	assert_string_equal(
+		engine_verdict(f->e, 0),
+		"no verdict: 10 requests in the window < MinRequests 200; own load over");
 }
 
 /*
