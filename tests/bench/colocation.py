@@ -29,6 +29,10 @@ cgroups of their own. Scenarios (pick with --scenario; default all):
 
 Arms, interleaved in rotating order so that drift on the host hits all:
 
+  lc-only     (scenarios 1-4) the latency-critical services and their load
+              only: no best-effort work starts, no control. What this host
+              gives them with nothing beside: the windows it loses are the
+              host's, and no controller wins them back
   none        no control: the kernel's defaults
   static      a split set by hand, as a careful operator would: the
               best-effort cgroups' CPU weight at its floor and their quota
@@ -95,7 +99,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchdoc  # noqa: E402
 from colo import fmt_us  # noqa: E402
 
-ALL_ARMS = ("none", "static", "tailwarden", "weight1", "slice", "reactive")
+ALL_ARMS = ("lc-only", "none", "static", "tailwarden", "weight1", "slice", "reactive")
 TW_ARMS = ("tailwarden", "weight1", "slice", "reactive")
 SLICE = "0.1ms"
 PERIOD_S = 0.5
@@ -118,14 +122,14 @@ class Scenario:
         self.arms, self.lc, self.be_at = arms, lc, be_at
 
 
+ARMS = ("lc-only", "none", "static", "tailwarden", "weight1", "reactive")
 SCENARIOS = {
     "1": Scenario("1", "today", "hog, load x2, disk reader", 60, ALL_ARMS, ("web",), 10),
     "2": Scenario("2", "two-lc", "nginx p99 and memcached p99.9, hog, disk reader", 40,
-                  ("none", "static", "tailwarden", "weight1", "reactive"), ("web", "cache"), 10),
-    "3": Scenario("3", "burst", "a hog bursting on and off every 1-3 s", 40,
-                  ("none", "static", "tailwarden", "weight1", "reactive"), ("web",), 5),
+                  ARMS, ("web", "cache"), 10),
+    "3": Scenario("3", "burst", "a hog bursting on and off every 1-3 s", 40, ARMS, ("web",), 5),
     "4": Scenario("4", "restart", "a best-effort service restarted twice (new cgroup)", 40,
-                  ("none", "static", "tailwarden", "weight1", "reactive"), ("web",), 5),
+                  ARMS, ("web",), 5),
     "5": Scenario("5", "own-load", "nginx's own load beyond one CPU, hog beside it", 45,
                   ("none", "static", "tailwarden", "weight1", "reactive"), ("web",), 5),
 }
@@ -154,16 +158,17 @@ def stolen_since(mark):
 
 def rep_line(rep, arm, r, cal):
     """One repetition of one arm, as the log gives it."""
-    return ("  rep %d %-10s %s; stress-ng %.0f%%%s of alone; CPU 0 used %.0f%%, best-effort "
+    return ("  rep %d %-10s %s; %s; CPU 0 used %.0f%%, best-effort "
             "took %s of what LC left idle; host stole %.1f%% of CPU 0 (%.0f%% in the worst "
             "second); first write after each event (periods) %s"
             % (rep + 1, arm, "; ".join(
                 "%s %d/%d windows met, whole-arm p%s %s" % (
                     n, v["met"], v["windows"], "99.9" if n == "cache" else "99",
                     fmt_us(v["p99"])) for n, v in r["svc"].items()),
-               100 * (r["bogo"] or 0) / max(1e-9, r["duty"]) / (cal["bogo"] or 1),
-               ", fio %.0f%%" % (100 * (r["mbps"] or 0) / (cal["mbps"] or 1))
-               if r["mbps"] is not None else "",
+               "no best-effort work" if arm == "lc-only" else "stress-ng %.0f%%%s of alone" % (
+                   100 * (r["bogo"] or 0) / max(1e-9, r["duty"]) / (cal["bogo"] or 1),
+                   ", fio %.0f%%" % (100 * (r["mbps"] or 0) / (cal["mbps"] or 1))
+                   if r["mbps"] is not None else ""),
                100 * r["util"], "-" if r["be_of_idle"] is None else
                "%.0f%%" % (100 * r["be_of_idle"]),
                100 * r["steal"], 100 * r["steal_max"],
@@ -209,8 +214,10 @@ class Arm:
         self.own_at = None          # scenario 5: seconds to the first own-load verdict
         self.duty = 1.0
 
-    def at(self, t, fn, event=None):
-        self.actions.append((t, fn))
+    def at(self, t, fn, event=None, be=False):
+        """fn at t seconds; be: it starts or moves best-effort work (not in lc-only)."""
+        if not (be and self.arm == "lc-only"):
+            self.actions.append((t, fn))
         if event:
             self.events.append((event, t))
 
@@ -232,32 +239,32 @@ class Arm:
         rig, s, n = self.rig, self.scen, self.scen.arm_s
         self.load("web", "http", rig.nginx.port, rig.rate, 0, n)
         if s.key == "1":
-            self.at(10, lambda: rig.start_hog(seconds=n - 10), "hog starts")
+            self.at(10, lambda: rig.start_hog(seconds=n - 10), "hog starts", be=True)
             self.load("web", "http", rig.nginx.port, rig.rate, 30, n - 30)
             self.events.append(("load doubles", 30))
-            self.at(40, lambda: rig.start_fio(seconds=n - 40), "fio starts")
+            self.at(40, lambda: rig.start_fio(seconds=n - 40), "fio starts", be=True)
             self.hog_on = [(10, n)]
         elif s.key == "2":
             self.load("cache", "memcached", rig.memcached().port, self.cal["mc_rate"], 0, n)
-            self.at(10, lambda: rig.start_hog(seconds=n - 10), "hog starts")
-            self.at(20, lambda: rig.start_fio(seconds=n - 20), "fio starts")
+            self.at(10, lambda: rig.start_hog(seconds=n - 10), "hog starts", be=True)
+            self.at(20, lambda: rig.start_fio(seconds=n - 20), "fio starts", be=True)
             self.hog_on = [(10, n)]
         elif s.key == "3":
             sched = bursts(1000 + self.rep, 5, n - 1)
             self.at(4, lambda: (rig.start_hog(seconds=n - 4), time.sleep(0.3),
-                                rig.hog_pause(True)))
+                                rig.hog_pause(True)), be=True)
             for i, (on, off) in enumerate(sched):
-                self.at(on, lambda: rig.hog_pause(False), "burst %d" % (i + 1))
-                self.at(off, lambda: rig.hog_pause(True))
+                self.at(on, lambda: rig.hog_pause(False), "burst %d" % (i + 1), be=True)
+                self.at(off, lambda: rig.hog_pause(True), be=True)
             self.hog_on = [(a, b) for a, b in sched]
             self.duty = sum(b - a for a, b in sched) / (n - 4)
         elif s.key == "4":
-            self.at(5, lambda: rig.start_hog(seconds=n - 5), "hog starts")
+            self.at(5, lambda: rig.start_hog(seconds=n - 5), "hog starts", be=True)
             for t in (12, 26):
-                self.at(t, lambda t=t: self.restart(seconds=n - t), "hog restarted")
+                self.at(t, lambda t=t: self.restart(seconds=n - t), "hog restarted", be=True)
             self.hog_on = [(5, n)]
         elif s.key == "5":
-            self.at(5, lambda: rig.start_hog(seconds=n - 5), "hog starts")
+            self.at(5, lambda: rig.start_hog(seconds=n - 5), "hog starts", be=True)
             self.load("web", "http", rig.nginx.port, self.cal["over_rate"], 15, 15,
                       conns=OVER_CONNS, extra=["--path", colo.HEAVY_PATH])
             self.events.append(("overload", 15))
@@ -394,7 +401,8 @@ class Arm:
         out["steal"] = sum(steal) / max(1, len(steal))
         out["steal_max"] = max(steal, default=0.0)
         idle = sum(max(0.0, 1 - use[s][0]) for s in on if s < len(use))
-        out["be_of_idle"] = (sum(use[s][1] for s in on if s < len(use)) / idle) if idle else None
+        out["be_of_idle"] = (sum(use[s][1] for s in on if s < len(use)) / idle) \
+            if idle and self.arm != "lc-only" else None
         if scen.key == "5":
             # Best-effort cuts while the service's own load is beyond the CPU,
             # the hog's CPU in the seconds before the step and during it,
@@ -577,11 +585,13 @@ def summary(scen, results, cal):
                 row += ["%d/%d" % (sum(r["svc"][name]["met_before"] for r in rs),
                                    sum(r["svc"][name]["before"] for r in rs))]
         bogo = statistics.median((r["bogo"] or 0) / max(1e-9, r["duty"]) for r in rs)
-        row += ["%.0f%%" % (100 * bogo / (cal["bogo"] or 1))]
+        no_be = arm == "lc-only"
+        row += ["-" if no_be else "%.0f%%" % (100 * bogo / (cal["bogo"] or 1))]
         if scen.key in ("1", "2"):
-            row += ["%.0f%%" % (100 * statistics.median(r["mbps"] or 0 for r in rs)
-                                / (cal["mbps"] or 1))]
+            row += ["-" if no_be else "%.0f%%" % (
+                100 * statistics.median(r["mbps"] or 0 for r in rs) / (cal["mbps"] or 1))]
         row += ["%.0f%%" % (100 * statistics.median(r["util"] for r in rs)),
+                "-" if no_be else
                 "%.0f%%" % (100 * statistics.median(r["be_of_idle"] or 0 for r in rs)),
                 "%.1f%% / %.0f%%" % (100 * statistics.median(r["steal"] for r in rs),
                                      100 * max(r["steal_max"] for r in rs))]
