@@ -77,8 +77,9 @@ arm, the first write within one period of the hog.
 
 Usage: colocation.py [--scenario 1,3] [--reps N] [--retakes N]
                      [--arms none,static,...] [--out DIR]
-(root; default every scenario, 2 repetitions: about 11 minutes for
-scenario 1 and 5-6 for each other; tables on stdout, reports and plots in
+(root; default every scenario, 2 repetitions: about 13 minutes for
+scenario 1 with the calibration and 8 for each other, 49 in all; tables
+on stdout, reports and plots in
 DIR, default .output/bench: colocation.md, and colocation-N.md and
 colocation-N*.png per scenario)
 """
