@@ -166,8 +166,8 @@ def rep_line(rep, arm, r, cal):
                 "%s %d/%d windows met, whole-arm p%s %s" % (
                     n, v["met"], v["windows"], "99.9" if n == "cache" else "99",
                     fmt_us(v["p99"])) for n, v in r["svc"].items()),
-               "no best-effort work" if arm == "lc-only" else "stress-ng %.0f%%%s of alone" % (
-                   100 * (r["bogo"] or 0) / max(1e-9, r["duty"]) / (cal["bogo"] or 1),
+               "no best-effort work" if r["bogo"] is None else "stress-ng %.0f%%%s of alone" % (
+                   100 * r["bogo"] / max(1e-9, r["duty"]) / (cal["bogo"] or 1),
                    ", fio %.0f%%" % (100 * (r["mbps"] or 0) / (cal["mbps"] or 1))
                    if r["mbps"] is not None else ""),
                100 * r["util"], "-" if r["be_of_idle"] is None else
@@ -585,15 +585,15 @@ def summary(scen, results, cal):
             if scen.key == "2":
                 row += ["%d/%d" % (sum(r["svc"][name]["met_before"] for r in rs),
                                    sum(r["svc"][name]["before"] for r in rs))]
-        bogo = statistics.median((r["bogo"] or 0) / max(1e-9, r["duty"]) for r in rs)
-        no_be = arm == "lc-only"
-        row += ["-" if no_be else "%.0f%%" % (100 * bogo / (cal["bogo"] or 1))]
+        # A figure no repetition has (no best-effort work ran: lc-only) reads "-".
+        def kept(key, scale=lambda r: 1.0):
+            if all(r[key] is None for r in rs):
+                return "-"
+            return "%.0f%%" % (100 * statistics.median((r[key] or 0) * scale(r) for r in rs))
+        row += [kept("bogo", lambda r: 1 / max(1e-9, r["duty"]) / (cal["bogo"] or 1))]
         if scen.key in ("1", "2"):
-            row += ["-" if no_be else "%.0f%%" % (
-                100 * statistics.median(r["mbps"] or 0 for r in rs) / (cal["mbps"] or 1))]
-        row += ["%.0f%%" % (100 * statistics.median(r["util"] for r in rs)),
-                "-" if no_be else
-                "%.0f%%" % (100 * statistics.median(r["be_of_idle"] or 0 for r in rs)),
+            row += [kept("mbps", lambda r: 1 / (cal["mbps"] or 1))]
+        row += ["%.0f%%" % (100 * statistics.median(r["util"] for r in rs)), kept("be_of_idle"),
                 "%.1f%% / %.0f%%" % (100 * statistics.median(r["steal"] for r in rs),
                                      100 * max(r["steal_max"] for r in rs))]
         if scen.key == "3":
