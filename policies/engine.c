@@ -599,8 +599,9 @@ static void describe_diag(struct service_mem *s, const struct diagnosis *d)
 	append(s->diag, sizeof(s->diag), " (%s \u00d7%.1f", d->evidence[0].signal,
 	       d->evidence[0].ratio);
 	/*
-	 * A phase comes first (where the time went); the resource's own signal
-	 * after it says why, or its absence that the phase alone named it.
+	 * A phase comes first (where the time went); the strongest signal that
+	 * stands out after it (the named resource's first, add_evidence()) says
+	 * why, or its absence that the phase named the resource by itself.
 	 */
 	if (!strncmp(d->evidence[0].signal, "phase.", 6)) {
 		for (size_t j = 1; j < d->n_evidence; j++) {
