@@ -646,6 +646,15 @@ static unsigned route_of(const struct diagnosis *d, const char **why)
 	return 0;
 }
 
+/* No verdict: no band, and the runs of windows in a band start again. */
+static void no_band(struct service_mem *s)
+{
+	s->band = BAND_NONE;
+	s->streak = 0;
+	s->viol_run = 0;
+	s->slack = NAN;
+}
+
 /* Forget the band of an LC service that has had no window for a while. */
 static void expire(struct engine *e, size_t i, uint64_t now)
 {
@@ -654,10 +663,7 @@ static void expire(struct engine *e, size_t i, uint64_t now)
 
 	if (s->band == BAND_NONE || now < s->verdict_ns + VERDICT_WINDOWS * window_of(p))
 		return;
-	s->band = BAND_NONE;
-	s->streak = 0;
-	s->viol_run = 0;
-	s->slack = NAN;
+	no_band(s);
 	s->overloaded = false;
 	snprintf(s->verdict, sizeof(s->verdict), "no verdict: no window for %u windows",
 		 VERDICT_WINDOWS);
@@ -879,10 +885,7 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 	}
 	s->verdict[0] = '\0';
 	if (!in->requests || in->requests < p->min_requests) {
-		s->band = BAND_NONE;
-		s->streak = 0;
-		s->viol_run = 0;
-		s->slack = NAN;
+		no_band(s);
 		append(s->verdict, sizeof(s->verdict),
 		       "no verdict: %llu requests in the window < MinRequests %llu%s",
 		       (unsigned long long)in->requests, (unsigned long long)p->min_requests,
@@ -893,10 +896,7 @@ static void judge(struct engine *e, size_t i, const struct engine_input *in, uin
 	/* Nearest rank, a bucket's midpoint: within 3.125% of the true figure. */
 	latency = in->latency ? hist_percentile(in->latency, p->percentile) : -1;
 	if (!(latency >= 0) || !p->target_ns) {
-		s->band = BAND_NONE;
-		s->streak = 0;
-		s->viol_run = 0;
-		s->slack = NAN;
+		no_band(s);
 		append(s->verdict, sizeof(s->verdict),
 		       "no verdict: no latency figure in the window%s",
 		       s->overloaded ? "; own load over" : "");

@@ -254,8 +254,8 @@ static void test_reason_in_words(void **state)
 	assert_string_equal(engine_verdict(f->e, 1), "best-effort: no objective");
 	assert_null(engine_verdict(f->e, 2));
 	/*
-	 * A phase first: the resource's own signal after it, so that a
-	 * verdict read alone says whether the phase named it by itself.
+	 * A phase first: the strongest signal that stands out after it, so
+	 * that a verdict read alone says whether the phase named it by itself.
 	 */
 	d.n_evidence = 3;
 	d.evidence[2] = d.evidence[0];
