@@ -71,11 +71,22 @@ than 5 % of CPU 0 measured the host's other guests
 (a stall of 50 ms delays more than a second's 1 % of requests): it is set
 aside and run again, at most --retakes times (default 2; the last is kept
 if all are over); the log keeps its line, the scenario's head counts them.
+With --trace, perf records the scheduler (sched_switch, sched_waking) in
+each arm, and each lost window is put down to what took most of its slow
+requests' time on CPU 0, from the client's write to the reply's receipt
+(tests/lib/schedtrace.py): the service itself, another task by name, "CPU
+0 idle" (nothing woken for it: the request not yet there) or "CPU 0
+waking" (idle with a task woken for it not yet run: a halted vCPU the
+hypervisor has not yet run again, a wait steal does not count); each
+repetition's lost windows are listed under its line, and the table
+counts them per arm. perf costs CPU 0 its tracepoint writes and CPU 1
+its reader. The harness itself runs on CPU 1 only (tailwarden is started
+on every CPU, as a service is).
 Targets (issue 25): >= 99.5 % of windows, best-effort work keeping >= 90 %
 of what the latency-critical services leave idle and more than the static
 arm, the first write within one period of the hog.
 
-Usage: colocation.py [--scenario 1,3] [--reps N] [--retakes N]
+Usage: colocation.py [--scenario 1,3] [--reps N] [--retakes N] [--trace]
                      [--arms none,static,...] [--out DIR]
 (root; default every scenario, 2 repetitions: about 13 minutes for
 scenario 1 with the calibration and 8 for each other, 49 in all; tables
@@ -98,6 +109,7 @@ import twtest as tw  # noqa: E402
 import colo  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benchdoc  # noqa: E402
+import schedtrace  # noqa: E402
 from colo import fmt_us  # noqa: E402
 
 ALL_ARMS = ("lc-only", "none", "static", "tailwarden", "weight1", "slice", "reactive")
@@ -174,6 +186,53 @@ def rep_line(rep, arm, r, cal):
                "%.0f%%" % (100 * r["be_of_idle"]),
                100 * r["steal"], 100 * r["steal_max"],
                " ".join(periods(v) for v in r["first_write"]) or "-"))
+
+
+def cause_word(k):
+    """A lost window's cause as the log says it."""
+    return {schedtrace.IDLE: "CPU 0 idle", schedtrace.WAKING: "CPU 0 waking"}.get(k, k)
+
+
+def shares(share, n=3):
+    """The n biggest shares of a lost window's slow requests' time, in words."""
+    top = sorted(share.items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join("%s %.0f%%" % (cause_word(k), 100 * v)
+                     for k, v in top)
+
+
+def lost_lines(r):
+    """--trace: each lost window of a repetition, and what held it up."""
+    out = []
+    for name, v in r["svc"].items():
+        for s, p, cause, share, st in v.get("lost", []):
+            # /proc/stat counts steal in ticks of 10 ms.
+            out.append("    lost: %s second %d, %s: %s%s" % (
+                "memcached" if name == "cache" else "nginx", s, fmt_us(p), shares(share)
+                or cause, "; host stole %.0f ms of CPU 0 in it" % (1e3 * st) if st else ""))
+    return out
+
+
+def lost_summary(scen, results):
+    """--trace: per arm and service, the lost windows counted by what took most of
+    their slow requests' time on CPU 0."""
+    lines = []
+    for arm in ALL_ARMS:
+        rs = [r for r in results if r["arm"] == arm]
+        for name in scen.lc:
+            causes = {}
+            for r in rs:
+                for _, _, cause, _, _ in r["svc"][name].get("lost", []):
+                    causes[cause] = causes.get(cause, 0) + 1
+            if rs and "lost" in rs[0]["svc"][name]:
+                lines.append("  %-10s %-9s %s" % (
+                    arm, "memcached" if name == "cache" else "nginx",
+                    ", ".join("%s %d" % (cause_word(k), c)
+                              for k, c in sorted(causes.items(), key=lambda kv: -kv[1]))
+                    or "none lost"))
+    if lines:
+        lines.insert(0, "lost windows by what ran most of their slow requests' time on CPU 0 "
+                     "(--trace):")
+    return lines
 
 
 def retaken(results):
@@ -300,16 +359,25 @@ class Arm:
     def lc_cgroups(self):
         return [self.rig.web] + ([self.rig.cache] if "cache" in self.scen.lc else [])
 
-    def run(self, keep):
+    def run(self, keep, trace=False):
         rig, n = self.rig, self.scen.arm_s
         self.plan()
         self.configure()
+        self.trace = None
         cgs = self.lc_cgroups() + [rig.batch, rig.scan]
         prev = [rig.cpu_ns(c) for c in cgs]
         nlc = len(self.lc_cgroups())
         use = []                    # (lc CPUs, be CPUs) per second
         steal, prev_st = [], stolen_s()  # CPU 0's stolen share per second
         try:
+            if trace:
+                try:
+                    self.trace = schedtrace.Trace(os.path.join(rig.dir, "sched.data"),
+                                                  colo.CLIENT_CPU)
+                except RuntimeError as e:
+                    raise tw.SetupError("--trace: %s" % e)
+            # loadgen's due times are CLOCK_MONOTONIC, its start_unix CLOCK_REALTIME.
+            self.mono_off = time.time() - time.monotonic()
             t0 = time.time()
             self.t0 = t0
             todo = sorted(self.actions, key=lambda a: a[0])
@@ -347,13 +415,44 @@ class Arm:
                     with open(src) as f, open("%s.%s.%s" % (keep, self.arm, suffix), "w") as g:
                         g.write(f.read())
         finally:
+            if self.trace:
+                self.trace.stop()
             rig.stop_hog()
             rig.stop_fio()
             if self.arm in TW_ARMS:
                 rig.stop_tailwarden()
             if self.orig:
                 rig.restore_files(self.orig)
-        return self.figures(results, bogo, mbps, decisions, runlog, use, steal)
+        try:
+            return self.figures(results, bogo, mbps, decisions, runlog, use, steal)
+        finally:
+            if self.trace and os.path.exists(self.trace.path):
+                os.unlink(self.trace.path)
+
+    def lost_blame(self, name, results, start, ps, target, steal):
+        """--trace: what held up each lost window's slow requests (schedtrace.blame):
+        [(second, its percentile, cause, {name: share}, CPU 0's steal in it (s))]."""
+        spans = {}
+        lost = {s for s, p in enumerate(ps) if p is not None and p > target}
+        for e, r in results:
+            if e["name"] != name or not lost:
+                continue
+            t0m = r["start_unix"] - self.mono_off
+            with open(e["dump"]) as f:
+                for line in f:
+                    lat, slat, due, rx = (int(x) for x in line.split())
+                    if rx / 1e3 <= target:
+                        continue
+                    wrote = t0m + (due + slat - lat) / 1e9
+                    # The window the figures put it in: by due time, or in
+                    # scenario 5 by when it was sent.
+                    at = wrote if self.scen.key == "5" else t0m + due / 1e9
+                    s = int(at + self.mono_off - start)
+                    if s in lost:
+                        spans.setdefault(s, []).append((wrote, wrote + rx / 1e9))
+        got = schedtrace.blame(spans, self.trace.path, colo.SERVER_CPU)
+        return [(s, ps[s]) + got.get(s, ("no request over", {})) +
+                (steal[s] if s < len(steal) else None,) for s in sorted(lost)]
 
     def figures(self, results, bogo, mbps, decisions, runlog, use, steal):
         rig, scen, n = self.rig, self.scen, self.scen.arm_s
@@ -384,6 +483,9 @@ class Arm:
                 "met_before": sum(1 for p in quiet if p <= target), "before": len(quiet),
                 "p50": colo.pct(lats, 50), "p99": colo.pct(lats, pct), "target": target,
                 "recovery": [recovery(ps, target, int(at)) for _, at in self.events]}
+            if self.trace:
+                out["svc"][name]["lost"] = self.lost_blame(name, results, start, ps,
+                                                               target, steal)
         # p99 back under the objective after each event: every LC service's.
         rec = [v["recovery"] for v in out["svc"].values()]
         out["recovery"] = [None if any(r[i] is None for r in rec) else max(r[i] for r in rec)
@@ -707,11 +809,20 @@ def main():
                     % ",".join(ALL_ARMS))
     ap.add_argument("--no-docs", action="store_true",
                     help="do not write the scenarios' blocks of docs/benchmarks.md")
+    ap.add_argument("--trace", action="store_true",
+                    help="record the scheduler (perf, sched_switch and sched_waking on every "
+                    "CPU) in each arm and say, for each lost window, what ran on CPU 0 while "
+                    "its slow requests waited")
     args = ap.parse_args()
+    if args.trace and schedtrace.available():
+        sys.exit("colocation: --trace: %s" % schedtrace.available())
     if args.retakes < 0:
         sys.exit("colocation: --retakes %d: must be 0 or more" % args.retakes)
     if os.geteuid() != 0:
         sys.exit("colocation: must run as root (BPF and cgroups)")
+    # The harness stays off the server's CPU: its own seconds would be the
+    # services' noise (tailwarden is started on every CPU, as a service is).
+    os.sched_setaffinity(0, {colo.CLIENT_CPU})
     keys = [k for k in args.scenario.split(",") if k]
     for k in keys:
         if k not in SCENARIOS:
@@ -740,11 +851,14 @@ def main():
                         # line of each one set aside stays in the log.
                         for take in range(args.retakes + 1):
                             r = Arm(rig, scen, arm, cal, rep).run(
-                                os.path.join(args.out, "colocation-%s-rep%d" % (k, rep + 1)))
+                                os.path.join(args.out, "colocation-%s-rep%d" % (k, rep + 1)),
+                                trace=args.trace)
                             noisy = r["steal_max"] > STEAL_RETAKE
                             r["retaken"] = take
                             if not noisy:
                                 say(rep_line(rep, arm, r, cal))
+                                for line in lost_lines(r):
+                                    say(line)
                                 break
                             if take < args.retakes:
                                 say(rep_line(rep, arm, r, cal) + "; set aside (over %.0f%% stolen "
@@ -755,6 +869,7 @@ def main():
                                     % (take + 1, "" if take == 0 else "s", 100 * STEAL_RETAKE))
                         results.append(r)
                 lines = summary(scen, results, cal)
+                lines += lost_summary(scen, results)
                 head = ("scenario %s (%s): %s; nginx %d req/s, objective p99 <= %s%s; %d "
                         "repetitions of %d s per arm (medians; per-event figures per repetition, "
                         "500 ms periods%s)" % (
