@@ -429,53 +429,46 @@ class Arm:
             if self.trace and os.path.exists(self.trace.path):
                 os.unlink(self.trace.path)
 
-    def lost_blame(self, name, results, start, ps, target, steal):
-        """--trace: what held up each lost window's slow requests (schedtrace.blame):
-        [(second, its percentile, cause, {name: share}, CPU 0's steal in it (s))]."""
+    def lost_blame(self, lost, steal):
+        """--trace: what held up each lost window's slow requests (schedtrace.blame).
+        lost: {service: (its windows' percentiles, objective (us), [(window, wrote,
+        latency (us))] of its requests)}. Returns {service: [(second, its percentile,
+        cause, {name: share}, CPU 0's steal in it (s))]}, the recording decoded once."""
         spans = {}
-        lost = {s for s, p in enumerate(ps) if p is not None and p > target}
-        for e, r in results:
-            if e["name"] != name or not lost:
-                continue
-            t0m = r["start_unix"] - self.mono_off
-            with open(e["dump"]) as f:
-                for line in f:
-                    lat, slat, due, rx = (int(x) for x in line.split())
-                    if rx / 1e3 <= target:
-                        continue
-                    wrote = t0m + (due + slat - lat) / 1e9
-                    # The window the figures put it in: by due time, or in
-                    # scenario 5 by when it was sent.
-                    at = wrote if self.scen.key == "5" else t0m + due / 1e9
-                    s = int(at + self.mono_off - start)
-                    if s in lost:
-                        spans.setdefault(s, []).append((wrote, wrote + rx / 1e9))
-        got = schedtrace.blame(spans, self.trace.path, colo.SERVER_CPU)
-        return [(s, ps[s]) + got.get(s, ("no request over", {})) +
-                (steal[s] if s < len(steal) else None,) for s in sorted(lost)]
+        for name, (ps, target, reqs) in lost.items():
+            bad = {s for s, p in enumerate(ps) if p is not None and p > target}
+            for s, wrote, rx in reqs:
+                if rx > target and s in bad:
+                    w = wrote - self.mono_off
+                    spans.setdefault((name, s), []).append((w, w + rx / 1e6))
+        got = schedtrace.blame(spans, self.trace.path, colo.SERVER_CPU) if spans else {}
+        return {name: [(s, ps[s]) + got.get((name, s), ("no request over", {})) +
+                       (steal[s] if s < len(steal) else None,)
+                       for s, p in enumerate(ps) if p is not None and p > target]
+                for name, (ps, target, _) in lost.items()}
 
     def figures(self, results, bogo, mbps, decisions, runlog, use, steal):
         rig, scen, n = self.rig, self.scen, self.scen.arm_s
         out = {"arm": self.arm, "errors": sum(r["errors"] for _, r in results), "svc": {},
                "bogo": bogo, "mbps": mbps, "duty": self.duty, "decisions": len(decisions)}
         start = min(r["start_unix"] for _, r in results)
+        lost = {}
         for name in scen.lc:
             pct = 99.9 if name == "cache" else 99
             target = self.cal["mc_target"] if name == "cache" else rig.target
-            reqs = []
+            reqs = []   # (window, unix time written, latency (us))
             for e, r in results:
                 if e["name"] == name:
                     # Scenario 5's step queues in the client: by when each was sent.
-                    reqs += (colo.read_dump_sent if scen.key == "5" else colo.read_dump)(
-                        e["dump"], r["start_unix"])
+                    for due, sent, lat in colo.read_dump_times(e["dump"], r["start_unix"]):
+                        reqs.append((int((sent if scen.key == "5" else due) - start), sent, lat))
             buckets = [[] for _ in range(n)]
-            for t, lat in reqs:
-                s = int(t - start)
+            for s, _, lat in reqs:
                 if 0 <= s < n:
                     buckets[s].append(lat)
             ps = [colo.pct(b, pct) for b in buckets]
             wins = [p for p in ps if p is not None]
-            lats = [lat for _, lat in reqs]
+            lats = [lat for _, _, lat in reqs]
             # The seconds before the hog first runs: the host's own control.
             quiet = [p for p in ps[:int(min(a for a, _ in self.hog_on))] if p is not None]
             out["svc"][name] = {
@@ -484,8 +477,10 @@ class Arm:
                 "p50": colo.pct(lats, 50), "p99": colo.pct(lats, pct), "target": target,
                 "recovery": [recovery(ps, target, int(at)) for _, at in self.events]}
             if self.trace:
-                out["svc"][name]["lost"] = self.lost_blame(name, results, start, ps,
-                                                               target, steal)
+                lost[name] = (ps, target, reqs)
+        if self.trace:
+            for name, got in self.lost_blame(lost, steal).items():
+                out["svc"][name]["lost"] = got
         # p99 back under the objective after each event: every LC service's.
         rec = [v["recovery"] for v in out["svc"].values()]
         out["recovery"] = [None if any(r[i] is None for r in rec) else max(r[i] for r in rec)
@@ -814,8 +809,9 @@ def main():
                     "CPU) in each arm and say, for each lost window, what ran on CPU 0 while "
                     "its slow requests waited")
     args = ap.parse_args()
-    if args.trace and schedtrace.available():
-        sys.exit("colocation: --trace: %s" % schedtrace.available())
+    why = args.trace and schedtrace.available()
+    if why:
+        sys.exit("colocation: --trace: %s" % why)
     if args.retakes < 0:
         sys.exit("colocation: --retakes %d: must be 0 or more" % args.retakes)
     if os.geteuid() != 0:

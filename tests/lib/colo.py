@@ -61,12 +61,7 @@ def pct(values, q):
 
 def read_dump(path, start_unix):
     """(unix time the request was due, kernel-receive latency in us) from loadgen --dump."""
-    out = []
-    with open(path) as f:
-        for line in f:
-            _, _, due_ns, rx_ns = line.split()
-            out.append((start_unix + int(due_ns) / 1e9, int(rx_ns) / 1e3))
-    return out
+    return [(due, rx) for due, _, rx in read_dump_times(path, start_unix)]
 
 
 def read_dump_sent(path, start_unix):
@@ -75,11 +70,18 @@ def read_dump_sent(path, start_unix):
     latency from the write). In an overload the client's queue holds requests past
     their due time, and those due in its last seconds are never sent: grouped by due
     time, the last seconds of a step would hold none of them."""
+    return [(sent, rx) for _, sent, rx in read_dump_times(path, start_unix)]
+
+
+def read_dump_times(path, start_unix):
+    """(unix time due, unix time written, kernel-receive latency in us) of each
+    request in a loadgen --dump (read_dump(), read_dump_sent())."""
     out = []
     with open(path) as f:
         for line in f:
             lat, slat, due_ns, rx_ns = (int(x) for x in line.split())
-            out.append((start_unix + (due_ns + slat - lat) / 1e9, rx_ns / 1e3))
+            out.append((start_unix + due_ns / 1e9, start_unix + (due_ns + slat - lat) / 1e9,
+                        rx_ns / 1e3))
     return out
 
 

@@ -76,16 +76,21 @@ def segments(path, cpu, spans):
     p = subprocess.Popen(["perf", "script", "-i", path, "--ns", "-F", "cpu,time,event,trace"],
                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                          errors="replace")
-    starts = [a for a, _ in spans]
+    # reach[i]: the latest end of spans[0..i]. Spans may overlap (two
+    # windows' at their boundary, or a long one over many short ones): the
+    # first span that can meet [a, b) is the first whose reach passes a.
+    reach, r = [], float("-inf")
+    for _, e in spans:
+        r = max(r, e)
+        reach.append(r)
     cur, since, pending = None, None, set()
-    lo, hi = spans[0][0], spans[-1][1]
+    lo, hi = spans[0][0], reach[-1]
 
     def account(a, b, name):
-        # [a, b) went to `name`: add its overlap with each span it meets (spans
-        # of neighbouring windows may overlap: look a few back).
+        # [a, b) went to `name`: add its overlap with each span it meets.
         if name is None or b <= lo or a >= hi:
             return
-        i = max(0, bisect.bisect_right(starts, a) - 8)
+        i = bisect.bisect_right(reach, a)
         while i < len(spans) and spans[i][0] < b:
             s, e = spans[i]
             ov = min(b, e) - max(a, s)
@@ -127,23 +132,26 @@ def blame(spans_of, path, cpu):
     """spans_of: {window key: [(a, b)] of its slow requests}. Returns {key:
     (cause, {name: share})}: the cause is what took most of its slow requests'
     time on cpu: a task's comm (the service's own, or another's), IDLE or
-    WAKING."""
+    WAKING. A window's overlapping spans are merged first, so no instant counts
+    twice within it; one instant may count in two windows whose spans meet.
+    The recording is decoded once for every key."""
     keys = sorted(spans_of)
-    flat = []
+    merged = []     # (a, b, key), disjoint within a key
     for k in keys:
-        for a, b in spans_of[k]:
-            flat.append((a, b, k))
-    flat.sort()
-    merged, owner = [], []
-    for a, b, k in flat:
-        if merged and a <= merged[-1][1] and owner[-1] == k:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-            owner.append(k)
-    got = segments(path, cpu, merged)
+        run = None
+        for a, b in sorted(spans_of[k]):
+            if run and a <= run[1]:
+                run[1] = max(run[1], b)
+            else:
+                if run:
+                    merged.append((run[0], run[1], k))
+                run = [a, b]
+        if run:
+            merged.append((run[0], run[1], k))
+    merged.sort()
+    got = segments(path, cpu, [(a, b) for a, b, _ in merged])
     res = {}
-    for i, k in enumerate(owner):
+    for i, (_, _, k) in enumerate(merged):
         tot = res.setdefault(k, {})
         for name, s in got[i].items():
             tot[name] = tot.get(name, 0.0) + s
