@@ -46,6 +46,7 @@ from twtest import check, TestFailure  # noqa: E402
 
 SERVER_CPU = 0
 CLIENT_CPU = 1
+HOG_KEPT = 0.6          # the hog keeps this share of what nginx leaves of CPU 0 (check_hog_kept())
 RATE = 8000             # req/s offered to nginx: about a third of one CPU here. At 2000 req/s
                         # EEVDF wake-up preemption shields nginx from the hog about half the
                         # time (p99 even falls: the CPU never idles); at 8000 the hog multiplies
@@ -121,6 +122,33 @@ def default_floor(files):
 
 def cpu_usage_ns(cg):
     return int(readf(os.path.join(tw.CGROUP_FS, "cpuacct", cg.rel.lstrip("/"), "cpuacct.usage")))
+
+
+class CpuShares:
+    """What each cgroup used of a CPU from now until done()."""
+
+    def __init__(self, **cgs):
+        self.cgs = cgs
+        self.t0 = time.monotonic()
+        self.u0 = {n: cpu_usage_ns(cg) for n, cg in cgs.items()}
+
+    def done(self):
+        dt = time.monotonic() - self.t0
+        return {n: (cpu_usage_ns(cg) - self.u0[n]) / 1e9 / dt for n, cg in self.cgs.items()}
+
+
+def check_hog_kept(hog, lc, what="nginx"):
+    """The hog kept HOG_KEPT of what the latency-critical services (lc: their
+    share of a CPU) left of CPU 0: how much they use depends on the host (75%
+    of it for nginx's 8000 req/s on one host here, 50% on another), so a fixed
+    share of a CPU would measure the host, not the floor. Returns a phrase."""
+    left = max(0.0, 1.0 - lc)
+    check(hog >= HOG_KEPT * left,
+          "the hog got only %.0f%% of a CPU: %.0f%% of the %.0f%% that %s left of CPU 0 "
+          "(at least %.0f%% expected)" % (100 * hog, 100 * hog / left if left else 0, 100 * left,
+                                          what, 100 * HOG_KEPT))
+    return "hog kept %.0f%% of CPU 0 (%.0f%% of what %s left)" % (
+        100 * hog, 100 * hog / left if left else 0, what)
 
 
 class Rig:
@@ -200,11 +228,11 @@ class Rig:
         led = lead()
         t_hog = time.time()
         self.start_hog()
-        t0 = time.monotonic()
-        u0 = cpu_usage_ns(self.batch)
+        use = CpuShares(hog=self.batch, web=self.web)
         r = lg.result(timeout=LEAD_S + CONTROL_S + 30)
-        share = (cpu_usage_ns(self.batch) - u0) / 1e9 / (time.monotonic() - t0)
-        return r, share, t_hog, led, dump
+        use = use.done()
+        self.web_share = use["web"]
+        return r, use["hog"], t_hog, led, dump
 
     def stop_all(self, tw_proc, files, r, dump, t_hog):
         """SIGTERM to tailwarden, then the hog; the knob files after, the requests after
@@ -331,16 +359,16 @@ def test_closed_loop():
         check(recovered is not None,
               "p99 not back under target %d us within %.0f s: p99 from %.0f s on %.0f us; "
               "per second %s" % (target, RECOVER_S, RECOVER_S, rest, per_s))
-        check(hog_share >= 0.25, "the hog got only %.0f%% of a CPU while controlled" % (100 * hog_share))
+        kept = check_hog_kept(hog_share, rig.web_share)
         check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
         check(ds and all(d["dry_run"] is False and d["applied"] for d in ds),
               "decision log: %s" % ds[:3])
         return ("%d req/s, %d hogs: p99 alone %.0f us, with hog %.0f us, target %d us; back under "
                 "target %d s after the hog started (p99 of the %.0f s after: %.0f us, %d of its "
-                "seconds over); hog kept %.0f%% of CPU 0; %d decisions; restored [calibration: %s]"
+                "seconds over); %s; %d decisions; restored [calibration: %s]"
                 % (rig.rate, rig.hogs, alone, hog, target, recovered, end - recovered,
                    pct99([lat for t, lat in reqs if t >= recovered]), len(over),
-                   100 * hog_share, len(ds), tried))
+                   kept, len(ds), tried))
 
 
 def wait_shares(files, want, seconds):
@@ -384,16 +412,16 @@ def test_weights_floor():
               % (first2 or -1, target, per_s))
         check(whole <= target, "p99 of the %.0f s after the hog started %.0f us > target %d us"
               % (end, whole, target))
-        check(hog_share >= 0.25, "the hog got only %.0f%% of a CPU" % (100 * hog_share))
+        kept = check_hog_kept(hog_share, rig.web_share)
         check(home == orig["cpu.shares"], "cpu.shares %s 10 s after nginx went idle, expected "
               "%s back" % (home, orig["cpu.shares"]))
         check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
         return ("%d req/s, %d hogs: p99 alone %.0f us, with hog %.0f us, target %d us; floor "
                 "before the hog; p99 of the first 2 s with the hog %.0f us, of all %.0f s %.0f us "
-                "(%d seconds over); hog kept %.0f%% of CPU 0; weight home %.1f s after nginx went "
+                "(%d seconds over); %s; weight home %.1f s after nginx went "
                 "idle; restored [calibration: %s]"
                 % (rig.rate, rig.hogs, alone, hog, target, first2, end, whole, len(over),
-                   100 * hog_share, home_s, tried))
+                   kept, home_s, tried))
 
 
 def test_idle_floor():
@@ -428,14 +456,14 @@ def test_idle_floor():
               % (end, whole, target))
         check(len(over) <= 1, "%d seconds over the target %d us with the hog idle: %s"
               % (len(over), target, over))
-        check(hog_share >= 0.25, "the hog got only %.0f%% of a CPU" % (100 * hog_share))
+        kept = check_hog_kept(hog_share, rig.web_share)
         check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
         return ("%d req/s, %d hogs: p99 alone %.0f us, with hog %.0f us, target %d us; idle "
                 "before the hog; p99 of the %.0f s after the hog started %.0f us (%d seconds "
-                "over, worst second %.0f us); hog kept %.0f%% of CPU 0; restored "
+                "over, worst second %.0f us); %s; restored "
                 "[calibration: %s]"
                 % (rig.rate, rig.hogs, alone, hog, target, end, whole, len(over),
-                   max(p for _, p in per_s if p is not None), 100 * hog_share, tried))
+                   max(p for _, p in per_s if p is not None), kept, tried))
 
 
 def own_load_calibrate(rig, target):
@@ -687,9 +715,9 @@ def test_two_lc():
         time.sleep(TWO_LC_S + 0.5)
         t_hog = time.time()
         rig.start_hog(settle=0)
-        u0, t0 = cpu_usage_ns(rig.batch), time.monotonic()
+        use = CpuShares(hog=rig.batch, web=rig.web, cache=cache)
         res = {n: run.result(timeout=2 * TWO_LC_S + 40) for n, run in runs.items()}
-        hog_share = (cpu_usage_ns(rig.batch) - u0) / 1e9 / (time.monotonic() - t0)
+        use = use.done()
         rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
         after = snapshot(files)
         rig.stop_hog()
@@ -706,21 +734,26 @@ def test_two_lc():
             before = [s for s, p in per_s if s < 0 and p is not None and p > tgt]
             over = [s for s, p in per_s if s >= 0 and p is not None and p > tgt]
             whole = pct([lat for t, lat in reqs if t >= 0], q)
-            check(len(over) <= len(before) + 1 and whole <= tgt,
+            # Within the objective over the phase, or no worse than without
+            # the hog: a host that puts it over with no hog beside (CI once:
+            # nginx over in 10 of the 15 quiet seconds, p99 0.5-1 ms against
+            # 0.69 ms) measures itself, not the floor.
+            quiet = pct([lat for t, lat in reqs if t < 0], q)
+            check(len(over) <= len(before) + 1 and whole <= max(tgt, quiet),
                   "%s: %d seconds over its p%g target %d us with the hog, %d in as long without "
-                  "it; whole p%g with the hog %.0f us; per second %s"
-                  % (name, len(over), q, tgt, len(before), q, whole, per_s))
+                  "it; whole p%g with the hog %.0f us, without %.0f us; per second %s"
+                  % (name, len(over), q, tgt, len(before), q, whole, quiet, per_s))
             out[name] = (whole, len(over), len(before))
         check(rc_ok(tw_proc), "tailwarden run exited %s after SIGTERM" % tw_proc.returncode)
-        check(hog_share >= 0.25, "the hog got only %.0f%% of a CPU" % (100 * hog_share))
+        kept = check_hog_kept(use["hog"], use["web"] + use["cache"], "nginx and memcached")
         check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
         return ("nginx %d req/s p99 %.0f -> %.0f us beside %d hogs, target %d us: %.0f us over "
                 "the %d s with the hog, %d seconds over (%d in the %d s before it); memcached %d "
                 "req/s p99.9 %.0f -> %.0f us, target %d us: %.0f us, %d seconds over (%d before); "
-                "hog kept %.0f%% of CPU 0 at %s; restored [calibration: %s; %s]"
+                "%s at %s; restored [calibration: %s; %s]"
                 % (rig.rate, alone, hog, rig.hogs, target, out["web"][0], TWO_LC_S, out["web"][1],
                    out["web"][2], TWO_LC_S, MC_RATE, mc_alone, mc_hog, mc_target,
-                   out["cache"][0], out["cache"][1], out["cache"][2], 100 * hog_share,
+                   out["cache"][0], out["cache"][1], out["cache"][2], kept,
                    "idle" if idle else "weight 1", tried, mc_tried))
 
 
@@ -901,7 +934,8 @@ def rc_ok(p):
 
 
 # be_share: the light best-effort service, busy and asleep in turns (us), tried in order
-LIGHT_SLICES = ((20, 300), (10, 200))
+LIGHT_SLICES = ((20, 300), (10, 200), (10, 500), (10, 1000))
+LIGHT_APART = 5         # the hog's use over the light one's, at least (test_be_share())
 LIGHT_PY = """
 import time
 busy, sleep = %r, %r
@@ -915,12 +949,14 @@ while True:
 
 def test_be_share():
     """Two best-effort services on nginx's CPU, the hog and a light one (a loop busy
-    for tens of microseconds at a time, about a tenth of a CPU), both with only CPUQuota= (their weights not ours: a violation
-    cuts quotas at once). The first quota cut halves what they use together and
-    splits it by their weights (equal): the light one, under its part, keeps its
-    quota and the hog is cut, with the share in the reason. Calibrated: the light
-    one alone must leave nginx within the target, and use under a third of what
-    the hog takes (else its part could not cover it), or the test fails."""
+    for tens of microseconds at a time, a tenth of a CPU or less), both with only
+    CPUQuota= (their weights not ours: a violation cuts quotas at once). The first
+    quota cut halves what they use together and splits it by their weights
+    (equal): the light one, under its part, keeps its quota and the hog is cut,
+    with the share in the reason. Calibrated (LIGHT_SLICES, lighter in turn): the
+    light one alone must leave nginx within the target, and use at most a fifth of
+    what the hog takes beside it (else its part could not clearly cover it), or
+    the test fails."""
     with tw.Session(("unified", "cpu", "cpuacct"), tag="share") as sess:
         rig = Rig(sess)
         alone, hog, target, tried = calibrate(rig)
@@ -929,6 +965,10 @@ def test_be_share():
         # target: a tenth of the CPU in bursts of 1 ms (stress-ng --cpu-load with
         # a 1 ms slice) still delays a tenth of nginx's requests by up to a
         # millisecond (2 ms p99 here). Busy BUSY us, then asleep SLEEP us.
+        # Its part of the first cut is a quarter of what the two use (halved,
+        # split by equal weights): "clearly under" it (1.5x its use) needs the
+        # hog at LIGHT_APART times its use. Where nginx itself takes most of
+        # CPU 0 the hog gets less, so lighter settings are tried in turn.
         for busy, sleep in LIGHT_SLICES:
             light = sess.spawn([sys.executable, "-c", LIGHT_PY % (busy / 1e6, sleep / 1e6)],
                                cgroup=scan, cpu=SERVER_CPU,
@@ -937,27 +977,28 @@ def test_be_share():
             u0, t0 = cpu_usage_ns(scan), time.monotonic()
             with_light = rig.p99(4)
             light_use = (cpu_usage_ns(scan) - u0) / 1e9 / (time.monotonic() - t0)
-            tried += "; light one busy %d us of %d: p99 %.0f us, %.0f%% of a CPU" % (
-                busy, busy + sleep, with_light, 100 * light_use)
-            if with_light <= target:
+            rig.start_hog()
+            h0, l0, t0 = cpu_usage_ns(rig.batch), cpu_usage_ns(scan), time.monotonic()
+            rig.p99(3)
+            el = time.monotonic() - t0
+            hog_use = (cpu_usage_ns(rig.batch) - h0) / 1e9 / el
+            light_beside = (cpu_usage_ns(scan) - l0) / 1e9 / el
+            rig.stop_hog()
+            tried += ("; light one busy %d us of %d: p99 %.0f us, %.0f%% of a CPU; beside the "
+                      "hog %.0f%%, the hog %.0f%%" % (busy, busy + sleep, with_light,
+                                                    100 * light_use, 100 * light_beside,
+                                                    100 * hog_use))
+            info("light one: %s" % tried.rsplit("; light one ", 1)[-1])
+            if with_light <= target and hog_use >= LIGHT_APART * light_beside:
                 break
             sess.kill_cgroup(scan)
             light.wait(5)
-        rig.start_hog()
-        h0, l0, t0 = cpu_usage_ns(rig.batch), cpu_usage_ns(scan), time.monotonic()
-        rig.p99(3)
-        el = time.monotonic() - t0
-        hog_use = (cpu_usage_ns(rig.batch) - h0) / 1e9 / el
-        light_beside = (cpu_usage_ns(scan) - l0) / 1e9 / el
-        rig.stop_hog()
-        info("light one alone: p99 %.0f us (target %d us), it used %.0f%% of a CPU; beside "
-             "the hog %.0f%%, the hog %.0f%%" % (with_light, target, 100 * light_use,
-                                                  100 * light_beside, 100 * hog_use))
         check(with_light <= target, "nginx beside the light service alone has p99 %.0f us, over "
               "the target %d us: no separation [calibration: %s]" % (with_light, target, tried))
-        check(hog_use >= 3 * light_beside, "the hog used %.0f%% of a CPU, the light one %.0f%%: "
-              "not 3x apart, the light one's part could not cover its use"
-              % (100 * hog_use, 100 * light_beside))
+        check(hog_use >= LIGHT_APART * light_beside,
+              "the hog used %.0f%% of a CPU, the light one %.0f%%: not %dx apart, the light "
+              "one's part could not clearly cover its use [calibration: %s]"
+              % (100 * hog_use, 100 * light_beside, LIGHT_APART, tried))
         pol = rig.write_policies(target, batch_extra="")
         # Quota only: the weights are not ours, so a violation cuts the quotas at once.
         with open(os.path.join(pol, "batch.policy"), "w") as f:

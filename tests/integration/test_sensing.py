@@ -889,8 +889,12 @@ def flows_rows(top, cg):
     rows = top.rows(cg)
     check(rows, "no object for %s" % cg.rel)
     if any(r.get("tcp", "missing") is None for r in rows):
-        raise Skip("the TCP flow figures are null: %s (this kernel lacks iter/tcp or "
-                   "sk_cgrp_data)" % top.stderr_text()[-300:])
+        # The daemon's own line says which: no iter/tcp or sk_cgrp_data, or a
+        # kernel that refuses the iterator (EPERM on one PVM host here).
+        said = [l for l in top.stderr_text().splitlines() if "tcp_flows" in l]
+        raise Skip("the TCP flow figures are null: %s" % (
+            said[-1].strip() if said else
+            "this kernel lacks iter/tcp or sk_cgrp_data: %s" % top.stderr_text()[-300:]))
     for r in rows:
         t = r.get("tcp")
         check(isinstance(t, dict) and "retrans_segs" in t and "srtt_us" in t,
