@@ -434,18 +434,18 @@ class Arm:
         lost: {service: (its windows' percentiles, objective (us), [(window, wrote,
         latency (us))] of its requests)}. Returns {service: [(second, its percentile,
         cause, {name: share}, CPU 0's steal in it (s))]}, the recording decoded once."""
-        spans = {}
+        spans, bad = {}, {}
         for name, (ps, target, reqs) in lost.items():
-            bad = {s for s, p in enumerate(ps) if p is not None and p > target}
+            bad[name] = [s for s, p in enumerate(ps) if p is not None and p > target]
+            over = set(bad[name])
             for s, wrote, rx in reqs:
-                if rx > target and s in bad:
+                if rx > target and s in over:
                     w = wrote - self.mono_off
                     spans.setdefault((name, s), []).append((w, w + rx / 1e6))
         got = schedtrace.blame(spans, self.trace.path, colo.SERVER_CPU) if spans else {}
-        return {name: [(s, ps[s]) + got.get((name, s), ("no request over", {})) +
-                       (steal[s] if s < len(steal) else None,)
-                       for s, p in enumerate(ps) if p is not None and p > target]
-                for name, (ps, target, _) in lost.items()}
+        return {name: [(s, lost[name][0][s]) + got.get((name, s), ("no request over", {})) +
+                       (steal[s] if s < len(steal) else None,) for s in seconds]
+                for name, seconds in bad.items()}
 
     def figures(self, results, bogo, mbps, decisions, runlog, use, steal):
         rig, scen, n = self.rig, self.scen, self.scen.arm_s

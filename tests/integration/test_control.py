@@ -147,12 +147,12 @@ def check_hog_kept(hog, lc, what="nginx"):
     its floor kept 20-23% in CI against a fixed 25% asked), so a fixed share of
     a CPU would measure the host, not the floor. Returns a phrase."""
     left = max(0.0, 1.0 - lc)
+    of_left = hog / left if left else 0.0
     check(hog >= HOG_KEPT * left,
           "the hog got only %.0f%% of a CPU: %.0f%% of the %.0f%% that %s left of CPU 0 "
-          "(at least %.0f%% expected)" % (100 * hog, 100 * hog / left if left else 0, 100 * left,
-                                          what, 100 * HOG_KEPT))
-    return "hog kept %.0f%% of CPU 0 (%.0f%% of what %s left)" % (
-        100 * hog, 100 * hog / left if left else 0, what)
+          "(at least %.0f%% expected)" % (100 * hog, 100 * of_left, 100 * left, what,
+                                          100 * HOG_KEPT))
+    return "hog kept %.0f%% of CPU 0 (%.0f%% of what %s left)" % (100 * hog, 100 * of_left, what)
 
 
 class Rig:
@@ -1017,28 +1017,28 @@ def test_be_share():
         # split by equal weights): "clearly under" it (1.5x its use) needs the
         # hog at 5 times its use, and more, as a tick's reading of their use
         # runs lower than 3 s's (CI here: the hog 5.8x the light one over 3 s,
-        # a part of 12% against 1.5x 9% in the tick): LIGHT_APART. Where nginx itself takes most of
-        # CPU 0 the hog gets less, so lighter settings are tried in turn.
+        # a part of 12% against 1.5x 9% in the tick): LIGHT_APART. Where nginx
+        # itself takes most of CPU 0 the hog gets less, so lighter settings are
+        # tried in turn.
         for busy, sleep in LIGHT_SLICES:
             light = sess.spawn([sys.executable, "-c", LIGHT_PY % (busy / 1e6, sleep / 1e6)],
                                cgroup=scan, cpu=SERVER_CPU,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
-            u0, t0 = cpu_usage_ns(scan), time.monotonic()
+            use = CpuShares(light=scan)
             with_light = rig.p99(4)
-            light_use = (cpu_usage_ns(scan) - u0) / 1e9 / (time.monotonic() - t0)
+            light_use = use.done()["light"]
             rig.start_hog()
-            h0, l0, t0 = cpu_usage_ns(rig.batch), cpu_usage_ns(scan), time.monotonic()
+            use = CpuShares(hog=rig.batch, light=scan)
             rig.p99(3)
-            el = time.monotonic() - t0
-            hog_use = (cpu_usage_ns(rig.batch) - h0) / 1e9 / el
-            light_beside = (cpu_usage_ns(scan) - l0) / 1e9 / el
+            use = use.done()
+            hog_use, light_beside = use["hog"], use["light"]
             rig.stop_hog()
-            tried += ("; light one busy %d us of %d: p99 %.0f us, %.0f%% of a CPU; beside the "
-                      "hog %.0f%%, the hog %.0f%%" % (busy, busy + sleep, with_light,
-                                                    100 * light_use, 100 * light_beside,
-                                                    100 * hog_use))
-            info("light one: %s" % tried.rsplit("; light one ", 1)[-1])
+            said = ("busy %d us of %d: p99 %.0f us, %.0f%% of a CPU; beside the hog %.0f%%, the "
+                    "hog %.0f%%" % (busy, busy + sleep, with_light, 100 * light_use,
+                                    100 * light_beside, 100 * hog_use))
+            tried += "; light one " + said
+            info("light one: %s" % said)
             if with_light <= target and hog_use >= LIGHT_APART * light_beside:
                 break
             sess.kill_cgroup(scan)
