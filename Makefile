@@ -38,7 +38,7 @@ SENSING := sensing/hist.c sensing/cgroup.c sensing/cgroupfs.c sensing/idtab.c se
 CONTROLLER := controller/run.c controller/manager.c controller/manager_report.c controller/decisions.c controller/sensors.c controller/top.c controller/output.c \
 	controller/restore.c controller/check.c controller/daemon.c controller/feed.c controller/service.c \
 	controller/recording.c controller/record.c controller/replay.c \
-	controller/report.c controller/expo.c controller/status.c controller/metrics.c
+	controller/report.c controller/expo.c controller/status.c controller/metrics.c controller/affinity.c
 KNOBS := knobs/record.c knobs/knob.c knobs/beneath.c knobs/subtree.c knobs/freq.c knobs/slice.c knobs/state.c knobs/state_file.c knobs/iosched.c knobs/unit.c
 POLICIES := policies/action.c policies/engine.c policies/policy.c policies/config.c policies/ini.c policies/value.c
 COMMON := common/log.c common/fileio.c

@@ -955,6 +955,36 @@ static void notify_status(struct manager *m)
 }
 
 /* usec: the tick's scheduled time, so windows do not drift with timer slack. */
+/* AvoidServiceCPUs=: off the CPUs of the latency-critical services found so far. */
+static void keep_off_services(struct manager *m, uint64_t usec)
+{
+	const char **dirs;
+	char *buf;
+	size_t n = 0;
+
+	if (!m->aff.on || usec < m->aff.next_usec)
+		return;
+	dirs = calloc(m->set->n, sizeof(*dirs));
+	buf = malloc(m->set->n * (size_t)PATH_MAX * 2);
+	if (!dirs || !buf) {
+		free(dirs);
+		free(buf);
+		return; /* next tick */
+	}
+	for (size_t i = 0; i < m->set->n; i++) {
+		char *d = buf + i * (size_t)PATH_MAX * 2;
+
+		if (m->set->v[i].klass != POLICY_LATENCY_CRITICAL || !m->svc[i].cg[0])
+			continue;
+		snprintf(d, (size_t)PATH_MAX * 2, "%s%s", m->root,
+			 strcmp(m->svc[i].cg, "/") ? m->svc[i].cg : "");
+		dirs[n++] = d;
+	}
+	affinity_update(&m->aff, dirs, n, usec);
+	free(dirs);
+	free(buf);
+}
+
 static int tick(struct manager *m, uint64_t usec)
 {
 	struct sensor_snapshot *now = NULL;
@@ -977,6 +1007,7 @@ static int tick(struct manager *m, uint64_t usec)
 		sense_service(m, &m->svc[i], now, cnow, feed_tick_index(usec, m->cfg->period_ns),
 			      iv, &m->in[i]);
 	watch_services(m);
+	keep_off_services(m, usec);
 	n = engine_tick(m->engine, usec * 1000, m->in, m->acts, m->nacts);
 	if (n < 0)
 		log_error_errno(n, "Failed to decide this tick (policy engine: %m), ignoring");
@@ -1086,6 +1117,7 @@ static int on_reload(sd_event_source *src, const struct signalfd_siginfo *si, vo
 	slice_check(m);
 	log_notice("reloaded: %zu service(s)", set->n);
 	io_schedulers(m);
+	m->aff.next_usec = 0; /* the new set's services: at the next tick */
 done:
 	/* READY=1 ends the reload either way; STATUS= says whether it was taken. */
 	notify_status(m);
@@ -1292,6 +1324,8 @@ int manager_run(struct manager *m)
 		return log_error_errno(r, "Failed to set up the event loop: %m");
 	/* Before the first tick; nothing returns between here and the restore. */
 	io_schedulers(m);
+	affinity_init(&m->aff, m->cfg->avoid_service_cpus);
+	keep_off_services(m, m->last_usec);
 	log_info("running: %zu service(s), period %.0f ms%s", m->set->n, m->cfg->period_ns / 1e6,
 		 m->o.dry_run ? ", dry-run" : "");
 	manager_report_publish(m, 0); /* status and metrics, before the first tick */

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 #include <time.h>
 #include <systemd/sd-event.h>
+#include "controller/affinity.h"
 #include "controller/service.h"
 #include "knobs/unit.h"
 #include "policies/action.h"
@@ -114,6 +115,7 @@ struct manager {
 	bool status_failed;	   /* the last status.json write failed (said once) */
 	int slice_ok;		   /* custom slices: 1 work, -1 do not, 0 not probed */
 	uint64_t slice_default_ns; /* the kernel's default slice */
+	struct affinity aff;	   /* the daemon's own CPUs (AvoidServiceCPUs=) */
 };
 
 /* CLOCK_MONOTONIC now, in µs. */

@@ -34,7 +34,8 @@ enum {
 	K_BUS,
 	K_METRICS,
 	K_IO_SCHEDULER,
-	K_IO_SCHEDULER_DEVICES
+	K_IO_SCHEDULER_DEVICES,
+	K_AVOID_SERVICE_CPUS
 };
 
 /* Is path dir itself or beneath it, component-wise ("/etc" holds "/etc/x", not "/etcx")? */
@@ -112,6 +113,11 @@ static int set_period(void *obj, const char *v, char *why)
 static int set_dry_run(void *obj, const char *v, char *why)
 {
 	return value_parse_bool(v, &((struct tw_config *)obj)->dry_run, why);
+}
+
+static int set_avoid_service_cpus(void *obj, const char *v, char *why)
+{
+	return value_parse_bool(v, &((struct tw_config *)obj)->avoid_service_cpus, why);
 }
 
 static int set_policies_dir(void *obj, const char *v, char *why)
@@ -365,6 +371,7 @@ static const struct ini_key config_keys[] = {
 	[K_IO_SCHEDULER] = { S_CONTROLLER, "IOScheduler", "bfq", set_io_scheduler },
 	[K_IO_SCHEDULER_DEVICES] = { S_CONTROLLER, "IOSchedulerDevices", "block device names such as vda",
 				     set_io_scheduler_devices },
+	[K_AVOID_SERVICE_CPUS] = { S_CONTROLLER, "AvoidServiceCPUs", "yes or no", set_avoid_service_cpus },
 };
 // clang-format on
 
@@ -443,6 +450,7 @@ int config_load(const char *path, struct tw_config **out, struct policy_errors *
 		return -ENOMEM;
 	c->period_ns = TW_PERIOD_NS;
 	c->decision_log_max_size = TW_DECISION_LOG_MAX_SIZE;
+	c->avoid_service_cpus = true;
 	if (path) {
 		c->file = strdup(path);
 		r = c->file ? config_read(c, path, errs) : -ENOMEM;
@@ -477,9 +485,10 @@ int config_describe(const struct tw_config *c, char *buf, size_t len)
 	}
 	return snprintf(
 		buf, len,
-		"%s: period %s, dry-run %s, policies %s, state %s, decision log %s (max %s), cgroup base %s, metrics %s%s",
+		"%s: period %s, dry-run %s, policies %s, state %s, decision log %s (max %s), cgroup base %s, metrics %s%s%s",
 		c->file ? c->file : "(defaults)", period, c->dry_run ? "yes" : "no",
 		c->policies_dir, c->state_dir, c->decision_log,
 		c->decision_log_max_size ? max : "infinity", c->cgroup_base,
-		c->metrics ? c->metrics : "no", io);
+		c->metrics ? c->metrics : "no", io,
+		c->avoid_service_cpus ? "" : ", runs on the services' CPUs too");
 }

@@ -72,15 +72,15 @@ class Rig:
         self.write_conf("127.0.0.1:%d" % self.port if metrics else "no")
         self.proc = None
 
-    def write_conf(self, metrics):
+    def write_conf(self, metrics, extra=""):
         with open(self.conf, "w") as f:
             f.write("[Controller]\nPeriod=%s\nStateDir=%s\nDecisionLog=%s/decisions.jsonl\n"
-                    "DryRun=yes\nMetrics=%s\n" % (PERIOD, self.state, self.dir, metrics))
+                    "DryRun=yes\nMetrics=%s\n%s" % (PERIOD, self.state, self.dir, metrics, extra))
 
-    def run(self, expect_running=True):
+    def run(self, expect_running=True, cpu=None):
         self.log = open(os.path.join(self.dir, "run.log"), "w+")
         p = self.sess.spawn([tw.TAILWARDEN, "run", "--config", self.conf, "--policies", self.pol],
-                            stdout=self.log, stderr=subprocess.STDOUT)
+                            stdout=self.log, stderr=subprocess.STDOUT, cpu=cpu)
         self.proc = p
         deadline = time.monotonic() + 20
         while "running:" not in self.log_text():
@@ -517,12 +517,105 @@ def test_port_taken():
             l for l in text.splitlines() if "in use" in l][0].strip()
 
 
+# -- the daemon's own CPUs ------------------------------------------------------
+def cpus_of(pid):
+    """{tid: the CPUs it may run on} of each of pid's threads."""
+    out = {}
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            out[int(tid)] = frozenset(os.sched_getaffinity(int(tid)))
+        except OSError:
+            pass
+    return out
+
+
+def fmt_cpus(cpus):
+    return ",".join(str(c) for c in sorted(cpus))
+
+
+def wait_cpus(p, want, seconds):
+    """Until every thread of p may run on exactly `want`; the last reading."""
+    deadline = time.monotonic() + seconds
+    while True:
+        now = cpus_of(p.pid)
+        if now and all(c == want for c in now.values()):
+            return now
+        if time.monotonic() > deadline:
+            return now
+        time.sleep(0.2)
+
+
+def test_own_cpus():
+    """AvoidServiceCPUs= (default yes): with nginx's threads allowed only CPU 0,
+    every thread of the daemon keeps to the other CPUs, and says so; when nginx
+    may run everywhere again, the daemon goes back to all it was given; it never
+    widens what it was started with (taskset to CPU 0: stays there); with
+    AvoidServiceCPUs=no it stays on every CPU."""
+    everything = frozenset(os.sched_getaffinity(0))
+    if len(everything) < 2 or SERVER_CPU not in everything:
+        raise tw.Skip("needs two CPUs, CPU %d among them; this process may run on %s"
+                          % (SERVER_CPU, fmt_cpus(everything)))
+    rest = everything - {SERVER_CPU}
+    refresh = 5 + 2  # the daemon looks at the services' threads every 5 s
+    with tw.Session(("unified", "cpu", "cpuacct"), tag="owncpus") as sess:
+        rig = Rig(sess, metrics=False)
+        nginx = sorted(rig.web.pids())
+        check(nginx and all(os.sched_getaffinity(x) == {SERVER_CPU} for x in nginx),
+              "nginx not pinned to CPU %d: %s" % (SERVER_CPU, nginx))
+        p = rig.run()
+        got = wait_cpus(p, rest, 3)
+        check(all(c == rest for c in got.values()),
+              "nginx on CPU %d only, yet the daemon's threads may run on %s (want %s)"
+              % (SERVER_CPU, {t: fmt_cpus(c) for t, c in got.items()}, fmt_cpus(rest)))
+        said = [l for l in rig.log_text().splitlines() if "keeping to CPUs" in l]
+        check(said and "may run on %d" % SERVER_CPU in said[0],
+              "the move off CPU %d is not said: %s" % (SERVER_CPU, rig.log_text()[-600:]))
+        # nginx may run anywhere: the daemon goes back to all it was given.
+        for pid in nginx:
+            for tid in os.listdir("/proc/%d/task" % pid):
+                os.sched_setaffinity(int(tid), everything)
+        back = wait_cpus(p, everything, refresh)
+        check(all(c == everything for c in back.values()),
+              "nginx may run on every CPU, yet after %d s the daemon's threads may run on %s"
+              % (refresh, {t: fmt_cpus(c) for t, c in back.items()}))
+        again = [l for l in rig.log_text().splitlines() if "again, all I was given" in l]
+        check(again, "the move back is not said: %s" % rig.log_text()[-600:])
+        sess.stop(p)
+        for pid in nginx:
+            for tid in os.listdir("/proc/%d/task" % pid):
+                os.sched_setaffinity(int(tid), {SERVER_CPU})
+        # Started on CPU 0 only, where nginx is: nothing else to go to; never wider.
+        p = rig.run(cpu=SERVER_CPU)
+        time.sleep(1.5)
+        pinned = cpus_of(p.pid)
+        sess.stop(p)
+        check(all(c == {SERVER_CPU} for c in pinned.values()),
+              "started on CPU %d, the daemon's threads may run on %s"
+              % (SERVER_CPU, {t: fmt_cpus(c) for t, c in pinned.items()}))
+        # AvoidServiceCPUs=no: where it was started, through a refresh.
+        rig.write_conf("no", "AvoidServiceCPUs=no\n")
+        p = rig.run()
+        time.sleep(refresh)
+        off = cpus_of(p.pid)
+        text = rig.log_text()
+        sess.stop(p)
+        check(all(c == everything for c in off.values()),
+              "AvoidServiceCPUs=no, yet the daemon's threads may run on %s"
+              % {t: fmt_cpus(c) for t, c in off.items()})
+        check("keeping to CPUs" not in text, "AvoidServiceCPUs=no, yet: %s" % text)
+        return ("nginx on CPU %d: the daemon's %d thread(s) on %s (\"%s\"); nginx anywhere: back "
+                "on %s; started on CPU %d: stayed; AvoidServiceCPUs=no: on %s"
+                % (SERVER_CPU, len(got), fmt_cpus(rest), said[0].split("tailwarden: ")[-1],
+                   fmt_cpus(everything), SERVER_CPU, fmt_cpus(everything)))
+
+
 TESTS = [
     ("status", test_status),
     ("unnamed", test_unnamed),
     ("prometheus", test_prometheus),
     ("endpoint", test_endpoint),
     ("port_taken", test_port_taken),
+    ("own_cpus", test_own_cpus),
 ]
 
 

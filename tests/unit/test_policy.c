@@ -413,6 +413,16 @@ static const struct file_case file_cases[] = {
 	  .summary = { "tw.conf: period 1s, dry-run no, policies /etc/tailwarden/policies.d, state /tmp/tw, "
 		       "decision log /tmp/tw/decisions.jsonl (max 16M), cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477, "
 		       "I/O scheduler bfq on the disks" } },
+	{ "config: AvoidServiceCPUs=no is said",
+	  .config = true,
+	  .files = { { "tw.conf", "[Controller]\nStateDir=/tmp/tw\nAvoidServiceCPUs=no\n" } },
+	  .summary = { "tw.conf: period 1s, dry-run no, policies /etc/tailwarden/policies.d, state /tmp/tw, "
+		       "decision log /tmp/tw/decisions.jsonl (max 16M), cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477, "
+		       "runs on the services' CPUs too" } },
+	{ "config: AvoidServiceCPUs= that is not yes or no",
+	  .config = true,
+	  .files = { { "tw.conf", "[Controller]\nAvoidServiceCPUs=0-1\n" } },
+	  .errors = { "tw.conf:2: AvoidServiceCPUs=0-1: expected yes or no" } },
 	{ "config: a scheduler other than bfq, a device name that is a path",
 	  .config = true,
 	  .files = { { "tw.conf", "[Controller]\nIOScheduler=cfq\nIOSchedulerDevices=vda ../../etc\n" } },
