@@ -450,7 +450,6 @@ int config_load(const char *path, struct tw_config **out, struct policy_errors *
 		return -ENOMEM;
 	c->period_ns = TW_PERIOD_NS;
 	c->decision_log_max_size = TW_DECISION_LOG_MAX_SIZE;
-	c->avoid_service_cpus = true;
 	if (path) {
 		c->file = strdup(path);
 		r = c->file ? config_read(c, path, errs) : -ENOMEM;
@@ -490,5 +489,5 @@ int config_describe(const struct tw_config *c, char *buf, size_t len)
 		c->policies_dir, c->state_dir, c->decision_log,
 		c->decision_log_max_size ? max : "infinity", c->cgroup_base,
 		c->metrics ? c->metrics : "no", io,
-		c->avoid_service_cpus ? "" : ", runs on the services' CPUs too");
+		c->avoid_service_cpus ? ", off the latency-critical services' CPUs" : "");
 }

@@ -33,7 +33,7 @@ struct tw_config {
 	bool metrics_set;	       /* Metrics= was given (no default then) */
 	char *io_scheduler;	       /* IOScheduler=: "bfq" or NULL (never touch schedulers) */
 	char **io_scheduler_devices; /* IOSchedulerDevices=: NULL-terminated, NULL for the default */
-	bool avoid_service_cpus; /* AvoidServiceCPUs=: keep off the LC services' CPUs; default yes */
+	bool avoid_service_cpus; /* AvoidServiceCPUs=: keep off the LC services' CPUs; default no */
 };
 
 /* "IPV4:PORT" or "[IPV6]:PORT" (numeric) into a socket address. 0 or -EINVAL. */

@@ -81,7 +81,8 @@ hypervisor has not yet run again, a wait steal does not count); each
 repetition's lost windows are listed under its line, and the table
 counts them per arm. perf costs CPU 0 its tracepoint writes and CPU 1
 its reader. The harness itself runs on CPU 1 only (tailwarden is started
-on every CPU, as a service is).
+on every CPU, as a service is; run 38 had it keep itself off CPU 0, where
+the latency-critical services run: AvoidServiceCPUs=yes, not the default).
 Targets (issue 25): >= 99.5 % of windows, best-effort work keeping >= 90 %
 of what the latency-critical services leave idle and more than the static
 arm, the first write within one period of the hog.

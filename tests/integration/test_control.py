@@ -524,10 +524,10 @@ def own_load_calibrate(rig, target):
         bg = rig.sess.loadgen("http", rig.nginx.port, rig.rate, 5, cpu=CLIENT_CPU,
                               background=True)
         time.sleep(1)
-        w0, t0 = cpu_usage_ns(rig.web), time.monotonic()
+        use = CpuShares(web=rig.web)
         r = rig.sess.loadgen("http", rig.nginx.port, rate, 3, conns=OVER_CONNS, cpu=CLIENT_CPU,
                              extra=heavy)
-        busy = (cpu_usage_ns(rig.web) - w0) / 1e9 / (time.monotonic() - t0)
+        busy = use.done()["web"]
         base = bg.result(timeout=40)
         p99 = max(r["rx_latency_us"]["p99"], base["rx_latency_us"]["p99"])
         tried.append("%d req/s offered: %.0f served, nginx %.0f%% of a CPU, p99 %.0f us"

@@ -412,12 +412,12 @@ def test_endpoint():
         # refuses the iterator: then no series of them at all, not zeros).
         tcp = ("tailwarden_tcp_sockets", "tailwarden_tcp_retransmitted_segments_total",
                "tailwarden_tcp_acked_bytes_total", "tailwarden_tcp_received_bytes_total")
-        said = [l for l in rig.log_text().splitlines() if "tcp_flows:" in l]
+        said = tw.tcp_flows_said(rig.log_text())
         if said:
             for name in tcp:
                 check(metric(m, name, service="web") is None,
-                      "%s of web served although the daemon said %r" % (name, said[0]))
-            tcp_flows = "no TCP flow series, as the daemon said (%s)" % said[0].strip()
+                      "%s of web served although the daemon said %r" % (name, said))
+            tcp_flows = "no TCP flow series, as the daemon said (%s)" % said
         else:
             for name in tcp:
                 v = metric(m, name, service="web")
@@ -546,11 +546,11 @@ def wait_cpus(p, want, seconds):
 
 
 def test_own_cpus():
-    """AvoidServiceCPUs= (default yes): with nginx's threads allowed only CPU 0,
-    every thread of the daemon keeps to the other CPUs, and says so; when nginx
-    may run everywhere again, the daemon goes back to all it was given; it never
-    widens what it was started with (taskset to CPU 0: stays there); with
-    AvoidServiceCPUs=no it stays on every CPU."""
+    """AvoidServiceCPUs=yes: with nginx's threads allowed only CPU 0, every
+    thread of the daemon keeps to the other CPUs, and says so; when nginx may
+    run everywhere again, the daemon goes back to all it was given; it never
+    widens what it was started with (taskset to CPU 0: stays there). Left out
+    (the default, no), it stays on every CPU."""
     everything = frozenset(os.sched_getaffinity(0))
     if len(everything) < 2 or SERVER_CPU not in everything:
         raise tw.Skip("needs two CPUs, CPU %d among them; this process may run on %s"
@@ -559,6 +559,7 @@ def test_own_cpus():
     refresh = 5 + 2  # the daemon looks at the services' threads every 5 s
     with tw.Session(("unified", "cpu", "cpuacct"), tag="owncpus") as sess:
         rig = Rig(sess, metrics=False)
+        rig.write_conf("no", "AvoidServiceCPUs=yes\n")
         nginx = sorted(rig.web.pids())
         check(nginx and all(os.sched_getaffinity(x) == {SERVER_CPU} for x in nginx),
               "nginx not pinned to CPU %d: %s" % (SERVER_CPU, nginx))
@@ -592,19 +593,19 @@ def test_own_cpus():
         check(all(c == {SERVER_CPU} for c in pinned.values()),
               "started on CPU %d, the daemon's threads may run on %s"
               % (SERVER_CPU, {t: fmt_cpus(c) for t, c in pinned.items()}))
-        # AvoidServiceCPUs=no: where it was started, through a refresh.
-        rig.write_conf("no", "AvoidServiceCPUs=no\n")
+        # The default (no): where it was started, through a refresh.
+        rig.write_conf("no")
         p = rig.run()
         time.sleep(refresh)
         off = cpus_of(p.pid)
         text = rig.log_text()
         sess.stop(p)
         check(all(c == everything for c in off.values()),
-              "AvoidServiceCPUs=no, yet the daemon's threads may run on %s"
+              "AvoidServiceCPUs= left out, yet the daemon's threads may run on %s"
               % {t: fmt_cpus(c) for t, c in off.items()})
-        check("keeping to CPUs" not in text, "AvoidServiceCPUs=no, yet: %s" % text)
+        check("keeping to CPUs" not in text, "AvoidServiceCPUs= left out, yet: %s" % text)
         return ("nginx on CPU %d: the daemon's %d thread(s) on %s (\"%s\"); nginx anywhere: back "
-                "on %s; started on CPU %d: stayed; AvoidServiceCPUs=no: on %s"
+                "on %s; started on CPU %d: stayed; by default: on %s"
                 % (SERVER_CPU, len(got), fmt_cpus(rest), said[0].split("tailwarden: ")[-1],
                    fmt_cpus(everything), SERVER_CPU, fmt_cpus(everything)))
 

@@ -891,10 +891,9 @@ def flows_rows(top, cg):
     if any(r.get("tcp", "missing") is None for r in rows):
         # The daemon's own line says which: no iter/tcp or sk_cgrp_data, or a
         # kernel that refuses the iterator (EPERM on one PVM host here).
-        said = [l for l in top.stderr_text().splitlines() if "tcp_flows" in l]
+        said = tw.tcp_flows_said(top.stderr_text())
         raise Skip("the TCP flow figures are null: %s" % (
-            said[-1].strip() if said else
-            "this kernel lacks iter/tcp or sk_cgrp_data: %s" % top.stderr_text()[-300:]))
+            said or "this kernel lacks iter/tcp or sk_cgrp_data: %s" % top.stderr_text()[-300:]))
     for r in rows:
         t = r.get("tcp")
         check(isinstance(t, dict) and "retrans_segs" in t and "srtt_us" in t,

@@ -449,7 +449,7 @@ def test_notify_unit():
         write_policy(pol, "batch", BE_BODY % ("Cgroup=" + batch.rel))
         state = os.path.join(d, "state")
         conf = os.path.join(d, "tailwarden.conf")
-        write_config(conf, state, "PoliciesDir=%s\n" % pol)
+        write_config(conf, state, "PoliciesDir=%s\nAvoidServiceCPUs=yes\n" % pol)
         logpath = os.path.join(d, "tw.log")
         log = LogFile(logpath)
         changes = unit_copy(os.path.join(um.units, "tw.service"), state, conf, logpath)
@@ -488,6 +488,13 @@ def test_notify_unit():
             check("Slice= can act" in log.text(), "Slice= probe failed under the hardening: %s" % log.text()[-800:])
             check(all(v == 300000 for v in slice_set.values()),
                   "nginx's threads not at Slice=0.3ms under the hardening: %s" % slice_set)
+        # AvoidServiceCPUs=yes: nginx is on CPU 0 only; the daemon's own CPUs
+        # are set through the unit's system call filter.
+        if len(os.sched_getaffinity(0) - {SERVER_CPU}) >= 1:
+            check("cannot keep to CPUs" not in log.text(),
+                  "AvoidServiceCPUs= failed under the hardening: %s" % log.text()[-800:])
+            log.wait_for(r"keeping to CPUs \S+: the latency-critical services' threads may run on %d"
+                         % SERVER_CPU, 10)
         um.systemctl("stop", "tw.service")
         check(snapshot(files) == orig, "after stop %s, originally %s" % (snapshot(files), orig))
         slice_after = {t: tw.sched_slice(t) for t in web_threads}

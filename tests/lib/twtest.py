@@ -139,6 +139,14 @@ class Cgroup:
         return "Cgroup(%s)" % self.rel
 
 
+def tcp_flows_said(text):
+    """The daemon's (or top's) line saying why its tcp_flows signal does not
+    run (a kernel that lacks iter/tcp or sk_cgrp_data, or refuses the iterator:
+    EPERM on one PVM host), stripped; None when it said nothing of the kind."""
+    said = [line.strip() for line in text.splitlines() if "tcp_flows:" in line]
+    return said[-1] if said else None
+
+
 def free_port():
     """A loopback TCP port that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

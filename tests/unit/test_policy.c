@@ -413,12 +413,12 @@ static const struct file_case file_cases[] = {
 	  .summary = { "tw.conf: period 1s, dry-run no, policies /etc/tailwarden/policies.d, state /tmp/tw, "
 		       "decision log /tmp/tw/decisions.jsonl (max 16M), cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477, "
 		       "I/O scheduler bfq on the disks" } },
-	{ "config: AvoidServiceCPUs=no is said",
+	{ "config: AvoidServiceCPUs=yes is said",
 	  .config = true,
-	  .files = { { "tw.conf", "[Controller]\nStateDir=/tmp/tw\nAvoidServiceCPUs=no\n" } },
+	  .files = { { "tw.conf", "[Controller]\nStateDir=/tmp/tw\nAvoidServiceCPUs=yes\n" } },
 	  .summary = { "tw.conf: period 1s, dry-run no, policies /etc/tailwarden/policies.d, state /tmp/tw, "
 		       "decision log /tmp/tw/decisions.jsonl (max 16M), cgroup base /sys/fs/cgroup, metrics 127.0.0.1:9477, "
-		       "runs on the services' CPUs too" } },
+		       "off the latency-critical services' CPUs" } },
 	{ "config: AvoidServiceCPUs= that is not yes or no",
 	  .config = true,
 	  .files = { { "tw.conf", "[Controller]\nAvoidServiceCPUs=0-1\n" } },
