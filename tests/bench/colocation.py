@@ -46,6 +46,8 @@ Arms, interleaved in rotating order so that drift on the host hits all:
   weight1     the same with `CPUWeight=1..1000` in the best-effort policies:
               their floor is the least weight (the default before 2026-11-27)
   slice       (scenario 1) the same, with `Slice=0.1ms` in nginx's policy
+  avoid       (only with --arms) the same, with `AvoidServiceCPUs=yes` in the
+              daemon's config: it keeps itself off CPU 0
   reactive    `Weights=reactive` (and `CPUWeight=1..100`) in the best-effort
               policies: their weights are cut on violations and given back
               in slack
@@ -113,8 +115,8 @@ import benchdoc  # noqa: E402
 import schedtrace  # noqa: E402
 from colo import fmt_us  # noqa: E402
 
-ALL_ARMS = ("lc-only", "none", "static", "tailwarden", "weight1", "slice", "reactive")
-TW_ARMS = ("tailwarden", "weight1", "slice", "reactive")
+ALL_ARMS = ("lc-only", "none", "static", "tailwarden", "avoid", "weight1", "slice", "reactive")
+TW_ARMS = ("tailwarden", "avoid", "weight1", "slice", "reactive")
 SLICE = "0.1ms"
 PERIOD_S = 0.5
 OVERLOAD = 1.3          # scenario 5: the step over what nginx serves of it (open loop)
@@ -352,6 +354,7 @@ class Arm:
                                         "MinRequests=1000\nWindow=1s\n"
                                         % (rig.cache.rel, self.cal["mc_target"]))
             rig.write_config(tag="s%s-%s" % (self.scen.key, arm),
+                             extra="AvoidServiceCPUs=yes\n" if arm == "avoid" else "",
                              web_limits="Slice=%s" % SLICE if arm == "slice" else "",
                              be_extra="Weights=reactive" if arm == "reactive" else "", more=more,
                              be_weight={"weight1": "1..1000", "reactive": "1..100"}.get(arm, "idle..1000"))
