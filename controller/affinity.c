@@ -43,9 +43,10 @@ int affinity_format(const cpu_set_t *set, char *buf, size_t len)
 			continue;
 		while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set))
 			e++;
-		n = e == c ?
-			    snprintf(buf + o, o < len ? len - o : 0, "%s%d", o ? "," : "", c) :
-			    snprintf(buf + o, o < len ? len - o : 0, "%s%d-%d", o ? "," : "", c, e);
+		n = e == c ? snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0, "%s%d",
+				      o ? "," : "", c) :
+			     snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0, "%s%d-%d",
+				      o ? "," : "", c, e);
 		if (n < 0)
 			return n;
 		o += (size_t)n;
