@@ -141,23 +141,29 @@ void affinity_init(struct affinity *a, bool want)
 	a->on = true;
 }
 
-void affinity_update(struct affinity *a, const char *const *dirs, size_t n, uint64_t now_usec)
+void affinity_update(struct affinity *a, const char *root, const char *const *cgs, size_t n,
+		     uint64_t now_usec)
 {
 	cpu_set_t lc, off, want;
 	unsigned threads = 0, ndirs = 0;
 	char s_want[256], s_lc[256];
-	int r;
+	int r, rootfd;
 
 	if (!a->on || now_usec < a->next_usec)
 		return;
 	a->next_usec = now_usec + AFFINITY_REFRESH_USEC;
 	CPU_ZERO(&lc);
-	for (size_t i = 0; i < n; i++) {
-		int fd = open(dirs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (size_t i = 0; rootfd >= 0 && i < n; i++) {
+		/* "/a/b" relative to the root; "/" is the root itself. */
+		int fd = openat(rootfd, cgs[i][1] ? cgs[i] + 1 : ".",
+				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 		if (fd >= 0)
 			walk(fd, 0, &ndirs, &lc, &threads);
 	}
+	if (rootfd >= 0)
+		close(rootfd);
 	CPU_AND(&off, &a->start, &lc);
 	CPU_XOR(&off, &a->start, &off); /* start minus lc */
 	want = threads && CPU_COUNT(&off) && CPU_COUNT(&lc) ? off : a->start;

@@ -36,11 +36,12 @@ struct affinity {
 void affinity_init(struct affinity *a, bool want);
 
 /*
- * Look at the threads of the cgroups in dirs (absolute cgroup2 paths, and
- * their descendants) when due, and keep the daemon off the CPUs they may run
- * on where that leaves it some. Logs each change.
+ * Look at the threads of the cgroups cgs (paths relative to the cgroup2 root,
+ * "/a/b", and their descendants) when due, and keep the daemon off the CPUs
+ * they may run on where that leaves it some. Logs each change.
  */
-void affinity_update(struct affinity *a, const char *const *dirs, size_t n, uint64_t now_usec);
+void affinity_update(struct affinity *a, const char *root, const char *const *cgs, size_t n,
+		     uint64_t now_usec);
 
 /* "0-3,6": the set, snprintf's contract. */
 int affinity_format(const cpu_set_t *set, char *buf, size_t len);

@@ -954,37 +954,25 @@ static void notify_status(struct manager *m)
 		   m->reload_error);
 }
 
-/* usec: the tick's scheduled time, so windows do not drift with timer slack. */
 /* AvoidServiceCPUs=: off the CPUs of the latency-critical services found so far. */
 static void keep_off_services(struct manager *m, uint64_t usec)
 {
-	const char **dirs;
-	char *buf;
+	const char **cgs;
 	size_t n = 0;
 
 	if (!m->aff.on || usec < m->aff.next_usec)
 		return;
-	dirs = calloc(m->set->n, sizeof(*dirs));
-	buf = malloc(m->set->n * (size_t)PATH_MAX * 2);
-	if (!dirs || !buf) {
-		free(dirs);
-		free(buf);
+	cgs = calloc(m->set->n, sizeof(*cgs));
+	if (!cgs)
 		return; /* next tick */
-	}
-	for (size_t i = 0; i < m->set->n; i++) {
-		char *d = buf + i * (size_t)PATH_MAX * 2;
-
-		if (m->set->v[i].klass != POLICY_LATENCY_CRITICAL || !m->svc[i].cg[0])
-			continue;
-		snprintf(d, (size_t)PATH_MAX * 2, "%s%s", m->root,
-			 strcmp(m->svc[i].cg, "/") ? m->svc[i].cg : "");
-		dirs[n++] = d;
-	}
-	affinity_update(&m->aff, dirs, n, usec);
-	free(dirs);
-	free(buf);
+	for (size_t i = 0; i < m->set->n; i++)
+		if (m->set->v[i].klass == POLICY_LATENCY_CRITICAL && m->svc[i].cg[0])
+			cgs[n++] = m->svc[i].cg;
+	affinity_update(&m->aff, m->root, cgs, n, usec);
+	free(cgs);
 }
 
+/* usec: the tick's scheduled time, so windows do not drift with timer slack. */
 static int tick(struct manager *m, uint64_t usec)
 {
 	struct sensor_snapshot *now = NULL;
