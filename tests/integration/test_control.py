@@ -76,6 +76,7 @@ OWN_LEAD_S = 12         # own_load: the base load and the hog alone before the s
 OWN_STEP_S = 12         # the step
 OWN_AFTER_S = 18        # and after it
 OWN_KEPT = 0.8          # the hog's CPU in the step after the verdict, of before it, at least
+OWN_LEAD_TRIES = 3      # leads tried until one leaves the hog at its floor alone (own_load_lead())
 BURST_LEAD_S = 3        # burst: the load alone before the hog's first burst
 BURST_PHASE_S = 30      # the hog on and off every 1-3 s (random, seeded)
 BURST_SEED = 25
@@ -547,48 +548,102 @@ def own_load_calibrate(rig, target):
                                             target, "; ".join(tried)))
 
 
+def decisions_said(rig, t0, service="batch"):
+    """The daemon's decisions on `service` so far, one phrase each (time from t0)."""
+    return ["%+.1fs %s %s -> %s: %s" % (d["ts"] - t0, d["knob"], d["old"], d["new"],
+                                        d["reason"][:160])
+            for d in rig.decisions_list() if d["service"] == service]
+
+
+def sample_shares(rig, t0, until, use, each=None):
+    """Until `until` s after t0, every 0.2 s each(elapsed) if given, and every
+    0.5 s or so (elapsed, the hog's share of a CPU, nginx's) appended to use."""
+    prev = (time.monotonic(), cpu_usage_ns(rig.batch), cpu_usage_ns(rig.web))
+    while time.time() - t0 < until:
+        time.sleep(0.2)
+        el = time.time() - t0
+        if each:
+            each(el)
+        now = (time.monotonic(), cpu_usage_ns(rig.batch), cpu_usage_ns(rig.web))
+        if now[0] - prev[0] >= 0.5:
+            dt = now[0] - prev[0]
+            use.append((el, (now[1] - prev[1]) / 1e9 / dt, (now[2] - prev[2]) / 1e9 / dt))
+            prev = now
+
+
+def own_load_lead(rig, target, files, orig, total, dump, leads):
+    """The daemon, the base load and the hog, OWN_LEAD_S of them before the step:
+    the step is own load beyond the CPU only if the hog then holds no more than
+    its floor. A quota of ours on it when the lead ends (violations in the lead:
+    on a 2-vCPU AMD EPYC VM here, the platform's own threads on CPU 0 now and
+    then) makes the scenario another one, so the lead is tried again with the
+    daemon started afresh, up to OWN_LEAD_TRIES leads in all. Appends what
+    each lead did to leads. Returns (daemon, base load, t0, the lead's
+    samples (sample_shares())), or None when the lead was not calm."""
+    tw_proc = rig.run(rig.write_policies(target, weights=None, weight="1..1000"))
+    base = rig.sess.loadgen("http", rig.nginx.port, rig.rate, total, cpu=CLIENT_CPU,
+                            extra=["--dump", dump], background=True)
+    t0 = time.time()
+    rig.start_hog()
+    use = []
+    sample_shares(rig, t0, OWN_LEAD_S, use)
+    quota = readf(files["cpu.cfs_quota_us"])
+    if quota == orig["cpu.cfs_quota_us"]:
+        leads.append("lead %d calm" % (len(leads) + 1))
+        return tw_proc, base, t0, use
+    cuts = [d for d in decisions_said(rig, t0) if " cpu.max " in d]
+    leads.append("lead %d: the hog's quota %s at its end (%s)"
+                 % (len(leads) + 1, quota, "; ".join(cuts[:2])))
+    info("own_load: %s; again" % leads[-1])
+    base.proc.kill()
+    base.proc.communicate()
+    rig.sess.stop(tw_proc, signal.SIGTERM, timeout=15)
+    rig.stop_hog()
+    check(snapshot(files) == orig, "knobs not restored after SIGTERM: %s, originally %s"
+          % (snapshot(files), orig))
+    return None
+
+
 def test_own_load():
     """nginx's own load beyond what its CPU gives, the hog beside it at the default
     floor: the daemon's verdict says own load, no best-effort cut comes after the first
     such verdict, the floor yields (the hog keeps at least OWN_KEPT of the CPU it had
     before the step, through the step), and once the load falls the hog has its CPU
-    back (its quota as before the step, its CPU use at least 80% of before). Self-calibrated: the hog and target
-    as in closed_loop, the step from what nginx serves of costly requests open loop
-    (OVER_FACTORS, until p99 is OVER_SEPARATION times the target), or the test fails."""
+    back (its quota as before the step, and at least 80% of its share of what nginx
+    leaves, as before the step). Self-calibrated: the hog and target as in
+    closed_loop, the step from what nginx serves of costly requests open loop
+    (OVER_FACTORS, until p99 is OVER_SEPARATION times the target), a lead that
+    leaves the hog at its floor alone (own_load_lead()), or the test fails."""
     with tw.Session(("unified", "cpu", "cpuacct"), tag="ownload") as sess:
         rig = Rig(sess)
         alone, hog, target, tried = calibrate(rig)
         over, served, tried_over = own_load_calibrate(rig, target)
         files = knob_files(rig.batch)
         orig = snapshot(files)
-        tw_proc = rig.run(rig.write_policies(target, weights=None, weight="1..1000"))
         total = OWN_LEAD_S + OWN_STEP_S + OWN_AFTER_S
         dump = os.path.join(rig.dir, "own.dump")
         step_dump = os.path.join(rig.dir, "own-step.dump")
-        base = sess.loadgen("http", rig.nginx.port, rig.rate, total, cpu=CLIENT_CPU,
-                            extra=["--dump", dump], background=True)
-        t0 = time.time()
-        rig.start_hog()
-        use, step, knobs_at = [], None, {}
+        leads, lead = [], None
+        while lead is None and len(leads) < OWN_LEAD_TRIES:
+            lead = own_load_lead(rig, target, files, orig, total, dump, leads)
+        if lead is None:
+            raise TestFailure("no lead of %d left the hog at its floor alone for the step: %s"
+                              % (OWN_LEAD_TRIES, "; ".join(leads)))
+        tw_proc, base, t0, use = lead
+        knobs_at = {"before": snapshot(files)}
+        step = sess.loadgen("http", rig.nginx.port, over, OWN_STEP_S, conns=OVER_CONNS,
+                            cpu=CLIENT_CPU, background=True,
+                            extra=["--path", HEAVY_PATH, "--dump", step_dump])
         # The log's lines carry no time: the first own-load verdict is placed
         # between the last read without it and the first with it (0.2 s apart).
-        seen_own, polled = None, 0.0
-        prev = (time.monotonic(), cpu_usage_ns(rig.batch))
-        while time.time() - t0 < total:
-            time.sleep(0.2)
-            el = time.time() - t0
-            if seen_own is None and "violation (own load)" in rig.log_text():
-                seen_own = polled
-            polled = el
-            now = (time.monotonic(), cpu_usage_ns(rig.batch))
-            if now[0] - prev[0] >= 0.5:
-                use.append((el, (now[1] - prev[1]) / 1e9 / (now[0] - prev[0])))
-                prev = now
-            if step is None and el >= OWN_LEAD_S:
-                knobs_at["before"] = snapshot(files)
-                step = sess.loadgen("http", rig.nginx.port, over, OWN_STEP_S, conns=OVER_CONNS,
-                                    cpu=CLIENT_CPU, background=True,
-                                    extra=["--path", HEAVY_PATH, "--dump", step_dump])
+        seen = {"own": None, "polled": time.time() - t0}
+
+        def watch(el):
+            if seen["own"] is None and "violation (own load)" in rig.log_text():
+                seen["own"] = seen["polled"]
+            seen["polled"] = el
+        sample_shares(rig, t0, total, use, watch)
+        seen_own = seen["own"]
         knobs_at["end"] = snapshot(files)
         rb = base.result(timeout=60)
         rs = step.result(timeout=60)
@@ -609,15 +664,25 @@ def test_own_load():
         info("p99 per second (both loads): %s" % ", ".join("%ds %.0fus" % (s, p)
                                                             for s, p in per_s if p is not None))
         step_p99 = pct99([lat for t, lat in reqs if OWN_LEAD_S <= t < OWN_LEAD_S + OWN_STEP_S])
-        before = [u for t, u in use if OWN_LEAD_S - 5 <= t < OWN_LEAD_S]
-        during = [u for t, u in use if OWN_LEAD_S + 2 <= t < OWN_LEAD_S + OWN_STEP_S]
-        last = [u for t, u in use if total - 5 <= t]
+        before = [h for t, h, _ in use if OWN_LEAD_S - 5 <= t < OWN_LEAD_S]
+        during = [h for t, h, _ in use if OWN_LEAD_S + 2 <= t < OWN_LEAD_S + OWN_STEP_S]
+        last = [h for t, h, _ in use if total - 5 <= t]
         mean = lambda v: sum(v) / max(1, len(v))
+        # The hog's share of what nginx left of CPU 0: at its floor both before
+        # and after, what it gets is what nginx leaves, and nginx may use more
+        # after the step than before it (here 73% against 67%: 26% of a CPU
+        # left to the hog against 32%, its floor given back all the same).
+        def of_left(t0_, t1_):
+            pts = [(h, w) for t, h, w in use if t0_ <= t < t1_]
+            left = sum(max(0.0, 1.0 - w) for _, w in pts)
+            return sum(h for h, _ in pts) / left if left > 0 else 0.0
+        left_before, left_last = of_left(OWN_LEAD_S - 5, OWN_LEAD_S), of_left(total - 5, total + 1)
         check(rc_ok(tw_proc), "tailwarden run exited %s after SIGTERM" % tw_proc.returncode)
         check(step_p99 is not None and step_p99 > 2 * target,
               "the step's p99 %s us is not beyond the target %d us: no overload to judge"
               % (step_p99, target))
-        check(own_lines, "no verdict said own load; the log: %s" % log[-1500:])
+        check(own_lines, "no verdict said own load (%s); the hog's decisions: %s"
+              % ("; ".join(leads), " | ".join(decisions_said(rig, t0)[:8])))
         check(seen_own is not None and seen_own >= OWN_LEAD_S - 1,
               "the first own-load verdict came before the step (by %.1f s)" % (seen_own or 0))
         # No cut of the hog from the first own-load verdict until the backlog has
@@ -633,8 +698,8 @@ def test_own_load():
         check(not cuts, "best-effort cuts after the first own-load verdict (at %.1f s): %s"
               % (seen_own, ["%+.1fs %s %s -> %s: %s" % (d["ts"] - t0, d["knob"], d["old"],
                                                         d["new"], d["reason"]) for d in cuts]))
-        # At least what it was before the step (-1: no quota). A quota cut in the
-        # lead, before the step, may be given back further meanwhile.
+        # At least what it was before the step (-1: no quota; own_load_lead()
+        # saw to it that no quota held the hog then).
         def quota(v):
             return float("inf") if int(v) < 0 else int(v)
         check(quota(knobs_at["end"]["cpu.cfs_quota_us"]) >=
@@ -645,27 +710,30 @@ def test_own_load():
         # the hog keeps its share (at the floor it kept 1-4% of its CPU; at its
         # home weight half of the CPU, 76-89% of the 56-66% it had before; its
         # range's top, 1000, lets the yield keep it 90%).
-        kept = [u for t, u in use if seen_own + 1 <= t < OWN_LEAD_S + OWN_STEP_S]
+        kept = [h for t, h, _ in use if seen_own + 1 <= t < OWN_LEAD_S + OWN_STEP_S]
         yields = [d for d in ds if d["service"] == "batch" and "Weights=floor yields" in d["reason"]]
         check(yields, "the hog's floor was not given back in the step")
         check(mean(kept) >= OWN_KEPT * mean(before),
               "the hog used %.0f%% of a CPU in the step after the own-load verdict, %.0f%% "
               "before the step: under %.0f%% of it, its floor not yielded"
               % (100 * mean(kept), 100 * mean(before), 100 * OWN_KEPT))
-        check(mean(last) >= 0.8 * mean(before),
-              "the hog used %.0f%% of a CPU in the last 5 s, %.0f%% before the step: not given "
-              "back" % (100 * mean(last), 100 * mean(before)))
+        check(left_last >= 0.8 * left_before,
+              "the hog used %.0f%% of what nginx left of CPU 0 in the last 5 s (%.0f%% of a "
+              "CPU), %.0f%% of it before the step (%.0f%%): not given back; its decisions: %s"
+              % (100 * left_last, 100 * mean(last), 100 * left_before, 100 * mean(before),
+                 " | ".join(decisions_said(rig, t0)[-4:])))
         check(after == orig, "knobs not restored after SIGTERM: %s, originally %s" % (after, orig))
         return ("%d req/s, %d hogs, target %d us; step %d req/s of %s over %d connections (nginx "
                 "serves %.0f of it beside the base load), served %.0f, p99 in the step %.0f us; %d own-load verdict lines "
                 "(the first by %.1f s: %s); the floor yielded at %+.1f s; no best-effort cut from then to %d s; "
-                "the hog's CPU %.0f%% before, %.0f%% during (%.0f%% after the verdict), %.0f%% after; "
-                "%d decisions [calibration: %s; %s]"
+                "the hog's CPU %.0f%% before, %.0f%% during (%.0f%% after the verdict), %.0f%% after "
+                "(%.0f%% and %.0f%% of what nginx left before and after); %d decisions; %s "
+                "[calibration: %s; %s]"
                 % (rig.rate, rig.hogs, target, over, HEAVY_PATH, OVER_CONNS, served,
                    rs["completed"] / OWN_STEP_S, step_p99, len(own_lines), seen_own + 0.2,
                    own_lines[0][:240], yields[0]["ts"] - t0, end, 100 * mean(before),
-                   100 * mean(during), 100 * mean(kept), 100 * mean(last), len(ds), tried,
-                   tried_over))
+                   100 * mean(during), 100 * mean(kept), 100 * mean(last), 100 * left_before,
+                   100 * left_last, len(ds), ", ".join(leads), tried, tried_over))
 
 
 def pause_hog(rig, paused):
@@ -1014,7 +1082,7 @@ def rc_ok(p):
 
 
 # be_share: the light best-effort service, busy and asleep in turns (us), tried in order
-LIGHT_SLICES = ((20, 300), (10, 200), (10, 500), (10, 1000))
+LIGHT_SLICES = ((20, 300), (10, 200), (10, 500), (10, 1000), (10, 2000))
 LIGHT_APART = 15        # the hog's use over the light one's, at least (test_be_share())
 LIGHT_PY = """
 import time
@@ -1052,7 +1120,9 @@ def test_be_share():
         # takes more of the CPU (on a 2-vCPU AMD EPYC VM: the hog 55% over 3 s,
         # best-effort use 24% in the cut's tick, a part of 6% against the light
         # one's 5%): LIGHT_APART. Where nginx itself takes most of CPU 0 the
-        # hog gets less, so lighter settings are tried in turn.
+        # hog gets less, so lighter settings are tried in turn (the loop's every
+        # wake-up costs tens of microseconds of Python: 10 us of 1010 still took
+        # 3-4% of a CPU here beside the hog's 51%, so the lightest wakes every 2 ms).
         for busy, sleep in LIGHT_SLICES:
             light = sess.spawn([sys.executable, "-c", LIGHT_PY % (busy / 1e6, sleep / 1e6)],
                                cgroup=scan, cpu=SERVER_CPU,
