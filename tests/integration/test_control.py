@@ -630,6 +630,11 @@ def test_own_load():
             raise TestFailure("no lead of %d left the hog at its floor alone for the step: %s"
                               % (OWN_LEAD_TRIES, "; ".join(leads)))
         tw_proc, base, t0, use = lead
+        # The log is watched for the verdict from the step on; one in the lead
+        # already would be own load said with no step.
+        check("violation (own load)" not in rig.log_text(),
+              "an own-load verdict in the lead, before the step: %s"
+              % [l for l in rig.log_text().splitlines() if "violation (own load)" in l][:1])
         knobs_at = {"before": snapshot(files)}
         step = sess.loadgen("http", rig.nginx.port, over, OWN_STEP_S, conns=OVER_CONNS,
                             cpu=CLIENT_CPU, background=True,
