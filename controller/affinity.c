@@ -37,16 +37,17 @@ int affinity_format(const cpu_set_t *set, char *buf, size_t len)
 	if (len)
 		buf[0] = '\0';
 	for (int c = 0; c < CPU_SETSIZE; c++) {
+		/* Past the end: count only (no pointer beyond buf is formed). */
+		char *at = o < len ? buf + o : NULL;
+		size_t room = o < len ? len - o : 0;
 		int e = c;
 
 		if (!CPU_ISSET(c, set))
 			continue;
 		while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set))
 			e++;
-		n = e == c ? snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0, "%s%d",
-				      o ? "," : "", c) :
-			     snprintf(o < len ? buf + o : NULL, o < len ? len - o : 0, "%s%d-%d",
-				      o ? "," : "", c, e);
+		n = e == c ? snprintf(at, room, "%s%d", o ? "," : "", c) :
+			     snprintf(at, room, "%s%d-%d", o ? "," : "", c, e);
 		if (n < 0)
 			return n;
 		o += (size_t)n;

@@ -548,11 +548,21 @@ def own_load_calibrate(rig, target):
                                             target, "; ".join(tried)))
 
 
+def said_decision(d, t0, width=None):
+    """One decision of the log as a phrase: its time from t0, the knob, old -> new,
+    its reason (cut at width characters if given)."""
+    return "%+.1fs %s %s -> %s: %s" % (d["ts"] - t0, d["knob"], d["old"], d["new"],
+                                       d["reason"][:width])
+
+
 def decisions_said(rig, t0, service="batch"):
-    """The daemon's decisions on `service` so far, one phrase each (time from t0)."""
-    return ["%+.1fs %s %s -> %s: %s" % (d["ts"] - t0, d["knob"], d["old"], d["new"],
-                                        d["reason"][:160])
-            for d in rig.decisions_list() if d["service"] == service]
+    """The daemon's decisions on `service` so far, one phrase each."""
+    return [said_decision(d, t0, 160) for d in rig.decisions_list() if d["service"] == service]
+
+
+def own_verdicts(rig):
+    """The daemon's own-load verdict lines logged so far."""
+    return [l for l in rig.log_text().splitlines() if "violation (own load)" in l]
 
 
 def sample_shares(rig, t0, until, use, each=None):
@@ -632,9 +642,8 @@ def test_own_load():
         tw_proc, base, t0, use = lead
         # The log is watched for the verdict from the step on; one in the lead
         # already would be own load said with no step.
-        check("violation (own load)" not in rig.log_text(),
-              "an own-load verdict in the lead, before the step: %s"
-              % [l for l in rig.log_text().splitlines() if "violation (own load)" in l][:1])
+        early = own_verdicts(rig)
+        check(not early, "an own-load verdict in the lead, before the step: %s" % early[:1])
         knobs_at = {"before": snapshot(files)}
         step = sess.loadgen("http", rig.nginx.port, over, OWN_STEP_S, conns=OVER_CONNS,
                             cpu=CLIENT_CPU, background=True,
@@ -644,7 +653,7 @@ def test_own_load():
         seen = {"own": None, "polled": time.time() - t0}
 
         def watch(el):
-            if seen["own"] is None and "violation (own load)" in rig.log_text():
+            if seen["own"] is None and own_verdicts(rig):
                 seen["own"] = seen["polled"]
             seen["polled"] = el
         sample_shares(rig, t0, total, use, watch)
@@ -660,8 +669,7 @@ def test_own_load():
         for d in ds:
             info("decision at %+.1fs: %s %s %s -> %s: %s" % (d["ts"] - t0, d["service"], d["knob"],
                                                             d["old"], d["new"], d["reason"]))
-        log = rig.log_text()
-        own_lines = [l for l in log.splitlines() if "violation (own load)" in l]
+        own_lines = own_verdicts(rig)
         info("own-load verdicts logged: %s" % own_lines[:2])
         # Every request of both loads, as nginx's objective counts them.
         reqs = read_dump(dump, rb["start_unix"], t0) + read_dump(step_dump, rs["start_unix"], t0)
@@ -701,8 +709,7 @@ def test_own_load():
                 and not (d["ts"] - t0 >= OWN_LEAD_S + OWN_STEP_S
                          and any(f in d["reason"] for f in FLOOR_BACK))]
         check(not cuts, "best-effort cuts after the first own-load verdict (at %.1f s): %s"
-              % (seen_own, ["%+.1fs %s %s -> %s: %s" % (d["ts"] - t0, d["knob"], d["old"],
-                                                        d["new"], d["reason"]) for d in cuts]))
+              % (seen_own, [said_decision(d, t0) for d in cuts]))
         # At least what it was before the step (-1: no quota; own_load_lead()
         # saw to it that no quota held the hog then).
         def quota(v):
