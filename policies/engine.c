@@ -147,18 +147,9 @@
 /* A quota cut helped when its driver's latency fell to at most this much. */
 #define CUT_HELPED 0.8
 /*
- * A quota cut eased its driver, still in violation, when its latency fell
- * to at most this much: it stands unproven and the next cuts may follow
- * it. Measured on a 2-vCPU PVM guest (docs/design.md): nginx beside a CPU
- * hog and fio at cpu.idle missed 31 of 40 seconds, 13 at quotas of 5%, 4
- * at 2%, 1 at 1% (as many as alone), the first cut of the ladder reading
- * 770 -> 672 us and 868 -> 705 us: short of a fifth, and undone.
- */
-#define CUT_EASED 0.9
-/*
  * A quota cut that left its driver no better (one of the first two windows
  * spent at the new value still a violation, its latency not down by a
- * tenth: CUT_EASED) is undone at once, with the cuts before it that two windows have
+ * fifth) is undone at once, with the cuts before it that two windows have
  * not proven, and no LC service drives a quota cut of that BE service for
  * BACKOFF_FIRST of its windows, doubled for each such cut again (at most
  * BACKOFF_MAX); a cut two windows prove forgets the doubling. Measured (nginx
@@ -1495,9 +1486,6 @@ static void share_quota(struct tick *t)
  * `make demo` run one met window after a cut (the engine's window between
  * two of the client's OVER seconds) let the next cuts walk the hog down
  * from 29% and kept it at 15% for the rest of its phase, web no better.
- * A verdict still in violation but down by a tenth (CUT_EASED) neither
- * proves nor undoes it: it stands unproven, and the ladder may go on; an
- * undo of a later cut returns past it, to before the first cut not proven.
  * A verdict still in violation and not that much lower: the cut took CPU
  * and gave nothing back for it, and its throttling may be the harm. The
  * quota goes back in one step to where it stood before the first cut not
@@ -1537,12 +1525,6 @@ static void judge_cut(struct tick *t, size_t b)
 		return;
 	}
 	h = &e->hold[b * e->set->n + i];
-	if (ds->band == BAND_VIOLATION && ds->latency > CUT_HELPED * m->cut_latency &&
-	    ds->latency <= CUT_EASED * m->cut_latency) {
-		/* Eased, not proven: it stands, and an undo of a cut after it returns past it. */
-		m->cut_driver = -1;
-		return;
-	}
 	if (ds->band != BAND_VIOLATION || ds->latency <= CUT_HELPED * m->cut_latency) {
 		if (!m->judged_ns) {
 			m->judged_ns = t->now; /* one that helped: the next verdict proves it */
@@ -1578,7 +1560,7 @@ static void judge_cut(struct tick *t, size_t b)
 	fmt_value(from, sizeof(from), KNOB_CPU_QUOTA, m->cut_from);
 	fmt_value(to, sizeof(to), KNOB_CPU_QUOTA, m->cut_to);
 	change(t, b, KNOB_CPU_QUOTA, v, DIR_UNDO, i, true,
-	       "its cut %s -> %s did not bring %s down by a tenth (p%g %s -> %s)%s: quota cuts of %s held off for %u windows",
+	       "its cut %s -> %s did not bring %s down by a fifth (p%g %s -> %s)%s: quota cuts of %s held off for %u windows",
 	       from, to, e->set->v[i].name, e->set->v[i].percentile * 100, lat0, lat1, back,
 	       e->set->v[b].name, h->backoff);
 }

@@ -61,13 +61,12 @@ void engine_free(struct engine *e);
  *    forgotten once the knob is home;
  *  - a quota cut that did not help: at either of the next two verdicts of
  *    the LC service that drove it (each within 2 of its windows), still a
- *    violation and a latency not down by a tenth, it is undone in one step
+ *    violation and a latency not down by a fifth, it is undone in one step
  *    (a protect: the reversal cooldown does not apply) to the value before
  *    the first cut not proven by two such verdicts, and no LC service
  *    drives a quota cut of that BE service for 8 of the driver's windows,
  *    doubled for each such cut again (at most 256), forgotten when one is
- *    proven; a violation down by a tenth but not a fifth leaves the cut
- *    standing unproven (further cuts may follow; an undo goes past it);
+ *    proven;
  *  - a latency-critical service is never throttled: its weights and quota
  *    only rise, and come back down no lower than their own first value;
  *  - no verdict, no action: a window with fewer than MinRequests requests

@@ -42,8 +42,7 @@ Arms, interleaved in rotating order so that drift on the host hits all:
               best-effort weights sit at their floor while a latency-critical
               service serves; `CPUWeight=idle..1000`: that floor is
               cpu.idle, below every weight, and home is 100; the top lets an
-              overload's yield keep best-effort work its CPU, scenario 5;
-              `CPUQuota=1%..max`: the quota may go down to the kernel's least)
+              overload's yield keep best-effort work its CPU, scenario 5)
   weight1     the same with `CPUWeight=1..1000` in the best-effort policies:
               their floor is the least weight (the default before 2026-11-27)
   slice       (scenario 1) the same, with `Slice=0.1ms` in nginx's policy
@@ -124,10 +123,6 @@ OVERLOAD = 1.3          # scenario 5: the step over what nginx serves of it (ope
 OVER_CONNS = 64         # scenario 5's step: connections, so that the queue is in nginx
 MC_QUIET_S, MC_HOG_S = 10, 5   # scenario 2: seconds of memcached's calibration readings
 MC_TRIES = 3                   # scenario 2: readings, at most, for a separating objective
-# The best-effort policies' CPUQuota= range: down to the kernel's least quota (1 ms a
-# 100-ms period). On the AMD host a hog and fio at cpu.idle beside nginx and memcached
-# cost nginx 31 of 40 seconds, 13 at quotas of 5 % each, 1 at 1 % (as many as alone).
-BE_QUOTA = "1%..max"
 STEAL_RETAKE = 0.05     # a repetition with a second of more CPU 0 stolen than this is run again
 
 
@@ -362,8 +357,7 @@ class Arm:
                              extra="AvoidServiceCPUs=yes\n" if arm == "avoid" else "",
                              web_limits="Slice=%s" % SLICE if arm == "slice" else "",
                              be_extra="Weights=reactive" if arm == "reactive" else "", more=more,
-                             be_weight={"weight1": "1..1000", "reactive": "1..100"}.get(arm, "idle..1000"),
-                             be_quota=BE_QUOTA)
+                             be_weight={"weight1": "1..1000", "reactive": "1..100"}.get(arm, "idle..1000"))
             rig.start_tailwarden()
 
     def lc_cgroups(self):

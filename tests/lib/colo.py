@@ -389,15 +389,13 @@ class Rig:
         return self.mc
 
     def write_config(self, tag="tw", target=None, dry_run=False, extra="", web_limits="",
-                     scan_limits=None, be_extra="", more=None, be_weight="1..100",
-                     be_quota="5%..max"):
+                     scan_limits=None, be_extra="", more=None, be_weight="1..100"):
         """be_extra: more [Limits] lines for both best-effort policies (Weights=floor).
-        more: further policy files, name -> text. be_weight, be_quota: the best-effort
-        policies' CPUWeight= and CPUQuota= ranges ("idle..100": their floor is cpu.idle);
-        scan_limits (None: its CPU weight, quota and I/O weight) replaces scan's [Limits]
-        whole."""
+        more: further policy files, name -> text. be_weight: the best-effort policies'
+        CPUWeight= range ("idle..100": their floor is cpu.idle); scan_limits (None: its
+        CPU weight, quota and I/O weight) replaces scan's [Limits] whole."""
         if scan_limits is None:
-            scan_limits = "CPUWeight=%s\nCPUQuota=%s\nIOWeight=10..100" % (be_weight, be_quota)
+            scan_limits = "CPUWeight=%s\nCPUQuota=5%%..max\nIOWeight=10..100" % be_weight
         d = os.path.join(self.dir, tag)
         pol = os.path.join(d, "policies")
         os.makedirs(pol, exist_ok=True)
@@ -407,8 +405,8 @@ class Rig:
                           % (self.web.rel, target or self.target,
                              "[Limits]\n%s\n" % web_limits if web_limits else ""),
             "batch.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n"
-                            "CPUWeight=%s\nCPUQuota=%s\n%s\n"
-                            % (self.batch.rel, be_weight, be_quota, be_extra),
+                            "CPUWeight=%s\nCPUQuota=5%%..max\n%s\n"
+                            % (self.batch.rel, be_weight, be_extra),
             "scan.policy": "[Service]\nCgroup=%s\nClass=best-effort\n[Limits]\n%s\n%s\n"
                            % (self.scan.rel, scan_limits, be_extra),
         }
