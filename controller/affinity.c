@@ -37,15 +37,17 @@ int affinity_format(const cpu_set_t *set, char *buf, size_t len)
 	if (len)
 		buf[0] = '\0';
 	for (int c = 0; c < CPU_SETSIZE; c++) {
-		/* Past the end: count only (no pointer beyond buf is formed). */
-		char *at = o < len ? buf + o : NULL;
-		size_t room = o < len ? len - o : 0;
+		char *at;
+		size_t room;
 		int e = c;
 
 		if (!CPU_ISSET(c, set))
 			continue;
 		while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, set))
 			e++;
+		/* Past the end: count only (no pointer beyond buf is formed). */
+		at = o < len ? buf + o : NULL;
+		room = o < len ? len - o : 0;
 		n = e == c ? snprintf(at, room, "%s%d", o ? "," : "", c) :
 			     snprintf(at, room, "%s%d-%d", o ? "," : "", c, e);
 		if (n < 0)
