@@ -59,14 +59,15 @@ void engine_free(struct engine *e);
  *    means the give-back hurt; give-backs then stop at the value before
  *    it for 8 windows, doubled for each give-back that hurts again (at most 256),
  *    forgotten once the knob is home;
- *  - a quota cut that did not help: at either of the next two verdicts of
- *    the LC service that drove it (each within 2 of its windows), still a
+ *  - a quota cut that did not help: at two verdicts in a row of the LC
+ *    service that drove it (each within 2 of its windows), still a
  *    violation and a latency not down by a fifth, it is undone in one step
  *    (a protect: the reversal cooldown does not apply) to the value before
- *    the first cut not proven by two such verdicts, and no LC service
+ *    the first cut not proven by two verdicts that helped, and no LC service
  *    drives a quota cut of that BE service for 8 of the driver's windows,
  *    doubled for each such cut again (at most 256), forgotten when one is
- *    proven;
+ *    proven; after the first such verdict no quota cut of it until the
+ *    next, and a better next one lets the cut stand, unproven;
  *  - a latency-critical service is never throttled: its weights and quota
  *    only rise, and come back down no lower than their own first value;
  *  - no verdict, no action: a window with fewer than MinRequests requests

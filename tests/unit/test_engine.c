@@ -437,9 +437,11 @@ static double in_hold_band(int i)
 /*
  * A signal oscillating around the target cuts the weight down to its
  * floor, then holds it: never two windows over in a row, so no quota cut
- * (QUOTA_RUN). Over twice, then under: the quota's cuts make it no better
- * (over, under, over): each is undone and the next held off twice as
- * long, so three cut and undo pairs in 50 windows, none after.
+ * (QUOTA_RUN). Over twice, then under: the quota's cuts make it no better.
+ * The first, over then under, stands unproven; the next, under then over
+ * twice, goes back with it; each cut after is undone at its second over
+ * in a row and the next held off twice as long: three undos in 50
+ * windows, none after.
  */
 static void test_no_flapping(void **state)
 {
@@ -453,9 +455,9 @@ static void test_no_flapping(void **state)
 	assert_int_equal(changes, 4);
 	assert_true(f->in[1].knob[KNOB_CPU_WEIGHT] == 10);
 	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
-	/* quota max -> 50% -> max three times */
+	/* quota max -> 50% -> 25% -> max, then max -> 50% -> max twice */
 	assert_int_equal(reversals(f, 50, over_over_under, &changes), 5);
-	assert_int_equal(changes, 6);
+	assert_int_equal(changes, 7);
 	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
 	assert_int_equal(reversals(f, 10, over_over_under, &changes), 0);
 	assert_int_equal(changes, 0);
@@ -1162,8 +1164,9 @@ static int windows2(struct fx *f, double web_ms, double api_ms, const struct dia
 }
 
 /*
- * A quota cut that leaves the service no better is undone a window later,
- * in one step, and quota cuts of the neighbour are held off:
+ * A quota cut that leaves the service no better in two windows in a row is
+ * undone at the second, in one step, and quota cuts of the neighbour are
+ * held off:
  * 8 windows, then 16 after the next such cut; a cut that helps forgets the
  * doubling. Measured: past the weight's floor the hog's quota took its CPU
  * and raised nginx's p99 (74 us -> 200-300 us), and the demo's loop cut it
@@ -1182,23 +1185,31 @@ static void test_quota_cut_that_did_not_help_is_undone(void **state)
 	over_once(f, 3, &d);
 	assert_int_equal(window(f, 3, 1000, &d), 1);
 	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
-	/* The next window a tenth lower, not a fifth: back to what it was, in one step. */
-	assert_int_equal(window(f, 2.7, 1000, &d), 1);
+	/*
+	 * The next two windows a tenth lower, not a fifth: the first leaves the
+	 * cut in doubt (no further cut), the second takes it back to what it
+	 * was, in one step.
+	 */
+	assert_int_equal(window(f, 2.7, 1000, &d), 0);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
+	assert_int_equal(window(f, 2.6, 1000, &d), 1);
 	a = find(f, 1, KNOB_CPU_QUOTA);
 	assert_non_null(a);
 	assert_true(isinf(a->new_value));
 	assert_string_equal(a->reason,
-			    "web p99 2.69ms > target 2ms (slack -0.34); diagnosis cpu/interference "
+			    "web p99 2.56ms > target 2ms (slack -0.28); diagnosis cpu/interference "
 			    "(runq_delay_us.p99 \u00d79.3); undo batch cpu.max 30% -> max (its cut "
-			    "max -> 30% did not bring web down by a fifth (p99 2.95ms -> 2.69ms): "
-			    "quota cuts of batch held off for 8 windows)");
+			    "max -> 30% did not bring web down by a fifth in two windows in a row "
+			    "(p99 2.95ms -> 2.69ms, 2.56ms): quota cuts of batch held off for 8 "
+			    "windows)");
 	/* Held off for 8 windows, however bad; then one cut to see again. */
 	t_undo = f->now;
 	while (!window(f, 3.5, 1000, &d))
 		assert_true(f->now - t_undo < 8 * SEC);
 	assert_true(f->now - t_undo == 8 * SEC);
 	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
-	/* Worse after it: undone again, held off twice as long. */
+	/* Worse after it, twice: undone again, held off twice as long. */
+	assert_int_equal(window(f, 4, 1000, &d), 0);
 	assert_int_equal(window(f, 4, 1000, &d), 1);
 	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
 	assert_non_null(strstr(find(f, 1, KNOB_CPU_QUOTA)->reason, "held off for 16 windows"));
@@ -1211,16 +1222,18 @@ static void test_quota_cut_that_did_not_help_is_undone(void **state)
 	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.15, 1e-9);
 	assert_null(strstr(find(f, 1, KNOB_CPU_QUOTA)->reason, "undo"));
 	/*
-	 * ...but one window is no proof: the next, 2.5 ms, is not a fifth
-	 * below either cut's 3 and 2.2 ms, and both go, back to max.
+	 * ...but one window is no proof: the next two, 2.5 ms, are not a
+	 * fifth below either cut's 3 and 2.2 ms, and both go, back to max.
 	 */
+	assert_int_equal(window(f, 2.5, 1000, &d), 0);
 	assert_int_equal(window(f, 2.5, 1000, &d), 1);
 	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
 	assert_non_null(
 		strstr(find(f, 1, KNOB_CPU_QUOTA)->reason,
 		       "undo batch cpu.max 15% -> max (its cut 30% -> 15% did not bring "
-		       "web down by a fifth (p99 2.16ms -> 2.56ms); no cut since max proven "
-		       "by two windows: quota cuts of batch held off for 32 windows)"));
+		       "web down by a fifth in two windows in a row (p99 2.16ms -> 2.56ms, "
+		       "2.56ms); no cut since max proven by two windows: quota cuts of batch "
+		       "held off for 32 windows)"));
 	/* Two windows within the objective after a cut prove it... */
 	for (int i = 0; i < 32; i++)
 		window(f, 3, 1000, &d);
@@ -1232,6 +1245,7 @@ static void test_quota_cut_that_did_not_help_is_undone(void **state)
 	over_once(f, 3, &d);
 	assert_int_equal(window(f, 3, 1000, &d), 1);
 	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.15, 1e-9);
+	assert_int_equal(window(f, 3, 1000, &d), 0);
 	assert_int_equal(window(f, 3, 1000, &d), 1);
 	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
 	assert_non_null(strstr(find(f, 1, KNOB_CPU_QUOTA)->reason, "held off for 8 windows"));
@@ -1242,7 +1256,8 @@ static void test_quota_cut_that_did_not_help_is_undone(void **state)
  * cut 29% -> 15% met one engine window, lying between two of the client's
  * OVER seconds, and the next verdict, no better, drove a further cut
  * instead of undoing it: the hog stayed at 15% through its phase. The
- * verdict after the met one judges the cut again, and undoes it.
+ * verdicts after the met one judge the cut again: the first no better
+ * leaves it in doubt and cuts no further, the second undoes it.
  */
 static void test_quota_cut_needs_two_windows(void **state)
 {
@@ -1257,11 +1272,51 @@ static void test_quota_cut_needs_two_windows(void **state)
 	assert_int_equal(window(f, 3, 1000, &d), 1);
 	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
 	assert_int_equal(window(f, 1.9, 1000, &d), 0); /* met: one window */
+	assert_int_equal(window(f, 3.1, 1000, &d), 0); /* in doubt: no further cut */
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
 	assert_int_equal(window(f, 3.1, 1000, &d), 1);
 	a = find(f, 1, KNOB_CPU_QUOTA);
 	assert_non_null(a);
 	assert_true(isinf(a->new_value));
 	assert_non_null(strstr(a->reason, "undo batch cpu.max 30% -> max"));
+}
+
+/*
+ * One window no better is not proof either: a cut in doubt that the next
+ * window finds better stands, unproven. The ladder goes on from it, and an
+ * undo of a later cut goes back past it. On a 2-vCPU guest the first cuts
+ * of scenario 2's ladders were undone on one window each (nginx 770 ->
+ * 672 us, 868 -> 705 us) where quotas of 5 % and less cost nginx a third as
+ * many seconds over as none (docs/benchmarks.md).
+ */
+static void test_quota_cut_in_doubt_stands_on_a_better_window(void **state)
+{
+	struct fx *f = *state;
+	struct diagnosis d = diag(DIAG_CPU, DIAG_CAUSE_INTERFERENCE);
+	const struct action *a;
+
+	f->in[1].knob[KNOB_CPU_WEIGHT] = 10;
+	f->in[1].cpu_usage = 0.6;
+	start(f);
+	over_once(f, 3, &d);
+	assert_int_equal(window(f, 3, 1000, &d), 1);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
+	assert_int_equal(window(f, 2.7, 1000, &d), 0); /* no better: in doubt */
+	assert_int_equal(window(f, 1.9, 1000, &d), 0); /* met: it stands */
+	assert_int_equal(window(f, 1.9, 1000, &d), 0);
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.3, 1e-9);
+	over_once(f, 3, &d);
+	assert_int_equal(window(f, 3, 1000, &d), 1); /* the ladder goes on */
+	a = find(f, 1, KNOB_CPU_QUOTA);
+	assert_non_null(a);
+	assert_null(strstr(a->reason, "held off"));
+	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.15, 1e-9);
+	assert_int_equal(window(f, 3, 1000, &d), 0);
+	assert_int_equal(window(f, 3, 1000, &d), 1);
+	a = find(f, 1, KNOB_CPU_QUOTA);
+	assert_non_null(a);
+	assert_true(isinf(a->new_value));
+	assert_non_null(strstr(a->reason, "no cut since max proven by two windows"));
 }
 
 /*
@@ -1278,6 +1333,8 @@ static void test_quota_cut_judged_within_two_windows(void **state)
 	start(f);
 	over_once(f, 3, &d);
 	assert_int_equal(window(f, 3, 1000, &d), 1);
+	assert_int_equal(window(f, 3, 10, &d), 0);
+	assert_int_equal(window(f, 3, 1000, &d), 0); /* no better: in doubt */
 	assert_int_equal(window(f, 3, 10, &d), 0);
 	assert_int_equal(window(f, 3, 1000, &d), 1);
 	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
@@ -1337,6 +1394,7 @@ static void test_quota_hold_is_per_neighbour(void **state)
 	start_with_api(f);
 	assert_int_equal(windows2(f, 3, 5, &d), 0); /* one window over: no cut yet */
 	assert_int_equal(windows2(f, 3, 5, &d), 1);
+	assert_int_equal(windows2(f, 3, 5, &d), 0); /* in doubt */
 	assert_int_equal(windows2(f, 3, 5, &d), 1); /* undone: web held off */
 	assert_true(isinf(f->in[1].knob[KNOB_CPU_QUOTA]));
 	assert_non_null(strstr(find(f, 1, KNOB_CPU_QUOTA)->reason,
@@ -1352,7 +1410,7 @@ static void test_quota_hold_is_per_neighbour(void **state)
 /*
  * A service's window proves only the cuts it drove: api's cut is followed,
  * in the tick of api's first met window, by web's; web's one met window and
- * then a miss no better undo both, back to max (in a `make demo` run web's
+ * then two misses no better undo both, back to max (in a `make demo` run web's
  * window "proved" files' cut and the hog sat at 24 % with web over for 16 s).
  */
 static void test_quota_cut_proven_by_its_driver(void **state)
@@ -1368,6 +1426,7 @@ static void test_quota_cut_proven_by_its_driver(void **state)
 	assert_int_equal(windows2(f, 3, 9, &d), 1); /* api met; web's cut */
 	assert_float_equal(f->in[1].knob[KNOB_CPU_QUOTA], 0.15, 1e-9);
 	assert_int_equal(windows2(f, 1.9, 9, &d), 0); /* web met once */
+	assert_int_equal(windows2(f, 3, 9, &d), 0);   /* then no better: in doubt */
 	assert_int_equal(windows2(f, 3, 9, &d), 1);
 	a = find(f, 1, KNOB_CPU_QUOTA);
 	assert_non_null(a);
@@ -2404,6 +2463,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_quota_cut_that_did_not_help_is_undone, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_quota_cut_needs_two_windows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_quota_cut_in_doubt_stands_on_a_better_window,
+						setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quota_cut_proven_by_its_driver, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_quota_cut_judged_within_two_windows, setup,
