@@ -55,6 +55,22 @@ void log_set_max_level(int level)
 	max_level = level;
 }
 
+int log_level_from_env(void)
+{
+	static const char *const names[] = { "emerg",	"alert",  "crit", "err",
+					     "warning", "notice", "info", "debug" };
+	const char *e = getenv("TAILWARDEN_LOG_LEVEL");
+
+	if (!e || !*e)
+		return 0;
+	for (int i = 0; i < (int)(sizeof(names) / sizeof(*names)); i++)
+		if (!strcmp(e, names[i]) || (e[0] == '0' + i && !e[1])) {
+			max_level = i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 static void emit(int level, const char *fmt, va_list ap, int err)
 {
 	char msg[1024];

@@ -26,6 +26,12 @@ char *log_make_printable(char *s);
 const char *log_printable(const char *s, char *buf, size_t len);
 
 void log_set_max_level(int level);
+/*
+ * The level from $TAILWARDEN_LOG_LEVEL ("debug" ... "emerg", or 7 ... 0),
+ * as systemd's tools read $SYSTEMD_LOG_LEVEL: 0 when unset or applied,
+ * -EINVAL (the level unchanged) for any other value.
+ */
+int log_level_from_env(void);
 /* The prefix of lines outside the journal ("tailwarden", "tailwarden check"). */
 void log_set_ident(const char *name);
 /* Log at priority level (LOG_ERR ... LOG_DEBUG). Always returns 0. */

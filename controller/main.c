@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* tailwarden: argv dispatch only. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include "common/log.h"
 #include "controller/commands.h"
 
 static const struct {
@@ -31,6 +33,10 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	if (log_level_from_env() < 0)
+		log_warning("Ignoring TAILWARDEN_LOG_LEVEL=%s: not a level (debug, info, notice, "
+			    "warning, err, crit, alert, emerg, or 7 ... 0)",
+			    getenv("TAILWARDEN_LOG_LEVEL"));
 	if (argc < 2) {
 		usage(stderr);
 		return TW_EXIT_USAGE;

@@ -838,6 +838,7 @@ static void sense_service(struct manager *m, struct service_rt *s,
 	struct contention_sample *c = m->c; /* reused for every service */
 	bool have_c = false;
 
+	s->window_now = false;
 	service_look(m, s, in);
 	appear_watch(m, s);
 	if (!s->sv.cgid)
@@ -860,7 +861,8 @@ static void sense_service(struct manager *m, struct service_rt *s,
 	    !contention_sample(m->cont, cnow, m->cprev, s->sv.cgid, s->cg, iv, c))
 		have_c = true;
 	manager_report_sample(m, s, q, have_c ? c : NULL); /* status and metrics */
-	if (service_tick(&s->sv, tick, q, have_c ? c : NULL, m->cont != NULL, iv, in))
+	s->window_now = service_tick(&s->sv, tick, q, have_c ? c : NULL, m->cont != NULL, iv, in);
+	if (s->window_now)
 		manager_report_window(m, s); /* status and metrics */
 }
 
@@ -868,7 +870,7 @@ static void sense_service(struct manager *m, struct service_rt *s,
  * Log a latency-critical service's verdict when its kind changes
  * ("violation", "hold", "large slack", "no verdict": the figures in it
  * change every window), and once a minute while it persists. No action is
- * visible otherwise.
+ * visible otherwise. At the debug level, every window's.
  */
 static void log_verdicts(struct manager *m, uint64_t usec)
 {
@@ -883,8 +885,12 @@ static void log_verdicts(struct manager *m, uint64_t usec)
 		n = strcspn(v, ":");
 		snprintf(kind, sizeof(kind), "%.*s", (int)n, v);
 		if (!strcmp(kind, s->verdict)) {
-			if (usec < s->verdict_usec + VERDICT_REMIND_USEC)
+			if (usec < s->verdict_usec + VERDICT_REMIND_USEC) {
+				/* Every window's, with TAILWARDEN_LOG_LEVEL=debug. */
+				if (s->window_now)
+					log_debug("service %s: %s", s->sv.p->name, v);
 				continue;
+			}
 			s->verdict_usec = usec;
 			log_info("service %s: still %s", s->sv.p->name, v);
 			continue;

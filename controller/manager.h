@@ -57,6 +57,7 @@ struct service_rt {
 	char absent[2 * PATH_MAX]; /* why it is not controlled, as last logged */
 	char verdict[32];	   /* kind of the last verdict logged ("violation", "hold", ...) */
 	uint64_t verdict_usec;	   /* when a verdict was last logged */
+	bool window_now;	   /* a window of its ended this tick */
 	bool slice_capped;	   /* the thread cap was said */
 	bool reopen;		   /* a knob's file vanished: open the knobs again */
 	struct ctl_note {	   /* a cgroup v2 controller its knobs need (cpu, io) */

@@ -95,7 +95,9 @@ void engine_free(struct engine *e);
  *    weights: one holding less than its part is not cut, the others get
  *    their part, none less than half of its value;
  *  - own load beyond the CPU: a violation diagnosed as the LC service's own
- *    load (cpu or none) while the BE services use under 5% of a CPU
+ *    load (cpu or none), or with the cpu or nothing standing out and its
+ *    own CPU time per second up 1.3x (diagnosis cpu_up), while the BE
+ *    services use under 5% of a CPU
  *    together, none held there by a quota we cut, cuts nothing; its
  *    verdict begins "violation (own load)", and so do the verdicts of
  *    every violation after it (whatever the BE services use meanwhile)

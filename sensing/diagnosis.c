@@ -738,6 +738,7 @@ void diag_update(struct diag_state *s, const struct qos_sample *q,
 		if (out->dominant == DIAG_NONE && s->lat.up)
 			out->dominant = phase_dominant(s, &w, &phase);
 		out->cause = cause_of(s, &w, out->dominant);
+		out->cpu_up = own_cpu_ratio(&w) >= DIAG_LOAD_ENTER; /* false for NAN */
 		/* Slow sending alone is the network or the peer: no neighbour's doing. */
 		if (phase == TW_PHASE_SENDING && out->cause == DIAG_CAUSE_INTERFERENCE)
 			out->cause = DIAG_CAUSE_UNKNOWN;

@@ -42,6 +42,7 @@ struct diagnosis {
 	enum diag_dominant dominant;
 	enum diag_cause cause;
 	bool load_up; /* its request rate is up on its baseline (1.3x, until under 1.15x) */
+	bool cpu_up;  /* its own CPU time per second is up 1.3x on its baseline */
 	size_t n_evidence;
 	struct diag_evidence evidence[DIAG_MAX_EVIDENCE]; /* strongest first */
 };

@@ -77,10 +77,11 @@ class Rig:
             f.write("[Controller]\nPeriod=%s\nStateDir=%s\nDecisionLog=%s/decisions.jsonl\n"
                     "DryRun=yes\nMetrics=%s\n%s" % (PERIOD, self.state, self.dir, metrics, extra))
 
-    def run(self, expect_running=True, cpu=None):
+    def run(self, expect_running=True, cpu=None, env=None):
         self.log = open(os.path.join(self.dir, "run.log"), "w+")
         p = self.sess.spawn([tw.TAILWARDEN, "run", "--config", self.conf, "--policies", self.pol],
-                            stdout=self.log, stderr=subprocess.STDOUT, cpu=cpu)
+                            stdout=self.log, stderr=subprocess.STDOUT, cpu=cpu,
+                            env=dict(os.environ, **env) if env else None)
         self.proc = p
         deadline = time.monotonic() + 20
         while "running:" not in self.log_text():
@@ -98,9 +99,10 @@ class Rig:
         with open(self.log.name) as f:
             return f.read()
 
-    def status(self, *extra):
+    def status(self, *extra, env=None):
         r = subprocess.run([tw.TAILWARDEN, "status", "--config", self.conf] + list(extra),
-                           capture_output=True, text=True, timeout=10)
+                           capture_output=True, text=True, timeout=10,
+                           env=dict(os.environ, **env) if env else None)
         return r.returncode, r.stdout, r.stderr
 
     def status_json(self):
@@ -171,7 +173,12 @@ def test_status():
               "before start: exit %d, %r (want 3, 'not running')" % (rc, out))
         rc, out, _ = rig.status("--json")
         check(rc == 3 and json.loads(out)["running"] is False, "before start, --json: %d %r" % (rc, out))
-        p = rig.run()
+        # A level that is none: said, and the command goes on.
+        rc, out, err = rig.status(env={"TAILWARDEN_LOG_LEVEL": "loud"})
+        check(rc == 3 and "Ignoring TAILWARDEN_LOG_LEVEL=loud: not a level" in err,
+              "TAILWARDEN_LOG_LEVEL=loud: exit %d, stderr %r" % (rc, err))
+        # At the debug level every window's verdict is logged, not only a new kind's.
+        p = rig.run(env={"TAILWARDEN_LOG_LEVEL": "debug"})
         load = rig.load(12)
         st = rig.wait_window()
         for k in ("running", "pid", "dry_run", "period_s", "services", "last_actions"):
@@ -218,6 +225,10 @@ def test_status():
         check("REJECTED" in text, "human status does not show the rejected reload:\n%s" % text)
         os.unlink(os.path.join(rig.pol, "bad.policy"))
         load.result(timeout=40)
+        verdicts = [ln for ln in rig.log_text().splitlines()
+                    if ln.startswith("tailwarden: service web: large slack: ")]
+        check(len(verdicts) >= 5, "TAILWARDEN_LOG_LEVEL=debug: %d verdicts of web's logged in 12 s "
+              "of load with 1-s windows (want >= 5):\n%s" % (len(verdicts), rig.log_text()[-2000:]))
         # kill -9: the file stays, status must still say not running.
         os.kill(p.pid, signal.SIGKILL)
         p.wait(5)

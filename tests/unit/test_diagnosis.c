@@ -897,7 +897,8 @@ static void test_phase_service_load(void **state)
  * scenario 5's step, a costlier page beside the base load): what it serves
  * rises under the 1.3x that says load, but its own CPU time per second
  * rises 2.2x. Nothing contended: the load. Each request costing that much
- * more with the rate and its CPU time per second flat is not.
+ * more with the rate and its CPU time per second flat is not. cpu_up says
+ * its CPU time is up whatever stands out.
  */
 static void test_load_in_cpu_time(void **state)
 {
@@ -916,6 +917,7 @@ static void test_load_in_cpu_time(void **state)
 		step(s, &w, &d);
 		expect(&d, DIAG_NONE, DIAG_CAUSE_LOAD, "phase.service_us.p99");
 		assert_false(d.load_up); /* the rate is not up: the CPU time is */
+		assert_true(d.cpu_up);
 	}
 	diag_state_free(s);
 
@@ -923,6 +925,24 @@ static void test_load_in_cpu_time(void **state)
 	w.cpu_us_per_req = p.cpu_us_per_req * 1.1;
 	step(s, &w, &d);
 	expect(&d, DIAG_NONE, DIAG_CAUSE_UNKNOWN, NULL);
+	assert_false(d.cpu_up); /* 1.1 x 1.1: its CPU time up 1.21x */
+	diag_state_free(s);
+
+	/*
+	 * The run queue up with it (its own threads queueing behind its
+	 * costlier requests, or a neighbour): the CPU stands out, and the cause
+	 * is not its load, but cpu_up still says its CPU time is (the engine
+	 * weighs that against what its neighbours hold: overload()).
+	 */
+	s = steady(&p, 10);
+	w.cpu_us_per_req = p.cpu_us_per_req * 2;
+	w.runq_p99_us = p.runq_p99_us * 30;
+	w.runq_us_per_req = p.runq_us_per_req * 30;
+	w.psi_cpu = 0.6;
+	step(s, &w, &d);
+	assert_int_equal(d.dominant, DIAG_CPU);
+	assert_int_not_equal(d.cause, DIAG_CAUSE_LOAD);
+	assert_true(d.cpu_up);
 	diag_state_free(s);
 }
 
